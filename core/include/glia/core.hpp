@@ -1,0 +1,13 @@
+// glia core: dtypes, shapes, tensors, the op table, the Graph IR, the Expr tracing
+// API and the reference interpreter.
+#pragma once
+
+#include "glia/core/dtype.hpp"
+#include "glia/core/elementwise.hpp"
+#include "glia/core/error.hpp"
+#include "glia/core/expr.hpp"
+#include "glia/core/graph.hpp"
+#include "glia/core/interpreter.hpp"
+#include "glia/core/op.hpp"
+#include "glia/core/shape.hpp"
+#include "glia/core/tensor.hpp"

@@ -1,0 +1,1 @@
+#include "glia/core/expr.hpp"

@@ -1,0 +1,49 @@
+#include "glia/core/interpreter.hpp"
+
+#include "kernels/kernel_util.hpp"
+
+namespace glia {
+
+std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
+  check(inputs.size() == g.parameters().size(), "interpret: graph '", g.name(), "' takes ",
+        g.parameters().size(), " input(s), got ", inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType& want = g.type(g.parameters()[i]);
+    check(inputs[i].defined(), "interpret: graph '", g.name(), "' input ", i, " is undefined");
+    check(inputs[i].type() == want, "interpret: graph '", g.name(), "' input ", i, " expected ",
+          want.to_string(), ", got ", inputs[i].type().to_string());
+  }
+  // Values die after their last use, so peak memory follows the graph's live set.
+  std::vector<std::int64_t> last_use(static_cast<std::size_t>(g.size()), -1);
+  for (std::int64_t i = 0; i < g.size(); ++i)
+    for (ValueId in : g.nodes()[static_cast<std::size_t>(i)].inputs)
+      last_use[static_cast<std::size_t>(in)] = i;
+  for (ValueId out : g.outputs()) last_use[static_cast<std::size_t>(out)] = g.size();
+
+  std::vector<Tensor> values(static_cast<std::size_t>(g.size()));
+  std::vector<Tensor> args;
+  for (std::int64_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes()[static_cast<std::size_t>(i)];
+    args.clear();
+    if (n.op == Op::parameter) {
+      args.push_back(inputs[static_cast<std::size_t>(std::get<ParameterAttrs>(n.attrs).index)]);
+    } else {
+      for (ValueId in : n.inputs) args.push_back(values[static_cast<std::size_t>(in)]);
+    }
+    const OpInfo& info = op_info(n.op);
+    check(info.kernel != nullptr, "interpret: the op table has no reference kernel for ",
+          info.name);
+    Tensor result = info.kernel(args, n.attrs, n.type);
+    check(result.type() == n.type, "interpret: kernel of ", op_name(n.op), " at %", i, " returned ",
+          result.type().to_string(), ", expected ", n.type.to_string());
+    values[static_cast<std::size_t>(i)] = std::move(result);
+    for (ValueId in : n.inputs)
+      if (last_use[static_cast<std::size_t>(in)] == i)
+        values[static_cast<std::size_t>(in)] = Tensor();
+  }
+  std::vector<Tensor> outputs;
+  for (ValueId out : g.outputs()) outputs.push_back(values[static_cast<std::size_t>(out)]);
+  return outputs;
+}
+
+}  // namespace glia
