@@ -1,0 +1,101 @@
+#include <cstdint>
+
+#include "core/test_util.hpp"
+
+namespace glia {
+namespace {
+
+TEST(Tensor, CreationAndAccess) {
+  Tensor z = Tensor::zeros({2, 3});
+  EXPECT_EQ(z.dtype(), f32);
+  EXPECT_EQ(z.shape(), (Shape{2, 3}));
+  EXPECT_EQ(z.to_vector<float>(), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(Tensor::ones({2}, i32).to_vector<int>(), (std::vector<int>{1, 1}));
+  EXPECT_EQ(Tensor::full({3}, 2.5, f64).to_vector<double>(), (std::vector<double>{2.5, 2.5, 2.5}));
+  EXPECT_EQ(Tensor::scalar(7, i64).item<std::int64_t>(), 7);
+  EXPECT_EQ(Tensor::from<std::int32_t>({1, 2, 3, 4, 5, 6}, Shape{3, 2}).shape(), (Shape{3, 2}));
+  EXPECT_EQ(Tensor::from<bool>({true, false}).dtype(), boolean);
+  EXPECT_EQ(Tensor::from<float>({1.5f, -2}).to_vector<int>(), (std::vector<int>{1, -2}));
+}
+
+TEST(Tensor, StorageIs64ByteAlignedAndShared) {
+  Tensor a = Tensor::zeros({3}, u8);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.raw_data()) % 64, 0u);
+  Tensor b = a;
+  b.data<std::uint8_t>()[0] = 9;
+  EXPECT_EQ(a.to_vector<int>()[0], 9);
+  Tensor c = a.clone();
+  c.data<std::uint8_t>()[0] = 1;
+  EXPECT_EQ(a.to_vector<int>()[0], 9);
+  EXPECT_FALSE(c.shares_storage_with(a));
+  EXPECT_TRUE(a.reshape({3, 1}).shares_storage_with(a));
+}
+
+TEST(Tensor, Iota) {
+  EXPECT_EQ(Tensor::iota({2, 3}).to_vector<int>(), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(Tensor::iota({2, 3}, 0).to_vector<int>(), (std::vector<int>{0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(Tensor::iota({2, 3}, -1, f32).to_vector<float>(),
+            (std::vector<float>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(Tensor::iota({0, 3}).numel(), 0);
+}
+
+TEST(Tensor, CastConvertsEveryPair) {
+  Tensor t = Tensor::from<double>({-1.5, 0, 2.25, 300});
+  EXPECT_EQ(t.cast(i32).to_vector<int>(), (std::vector<int>{-1, 0, 2, 300}));
+  EXPECT_EQ(t.cast(boolean).to_vector<int>(), (std::vector<int>{1, 0, 1, 1}));
+  EXPECT_EQ(t.cast(f16).to_vector<double>(), (std::vector<double>{-1.5, 0, 2.25, 300}));
+  EXPECT_EQ(t.cast(bf16).to_vector<double>(), (std::vector<double>{-1.5, 0, 2.25, 300}));
+  EXPECT_EQ(Tensor::from<bool>({true, false}).cast(f32).to_vector<float>(),
+            (std::vector<float>{1, 0}));
+}
+
+TEST(Tensor, EqualAndAllclose) {
+  Tensor a = Tensor::from<float>({1, 2, 3});
+  EXPECT_TRUE(equal(a, a.clone()));
+  EXPECT_FALSE(equal(a, a.cast(f64)));
+  EXPECT_TRUE(allclose(a, Tensor::from<double>({1, 2, 3.0000001})));
+  EXPECT_FALSE(allclose(a, Tensor::from<float>({1, 2, 3.1f})));
+  EXPECT_FALSE(allclose(a, Tensor::from<float>({1, 2})));
+}
+
+TEST(Tensor, PrintsLikeNx) {
+  Tensor t = Tensor::from<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  EXPECT_EQ(t.to_string(),
+            "#Tensor<\n"
+            "  f32[2][3]\n"
+            "  [\n"
+            "    [1.0, 2.0, 3.0],\n"
+            "    [4.0, 5.0, 6.0]\n"
+            "  ]\n"
+            ">");
+  EXPECT_EQ(Tensor::scalar(0.5).to_string(), "#Tensor<\n  f32\n  0.5\n>");
+  EXPECT_EQ(Tensor::from<std::int64_t>({-3, 9000000000}).to_string(),
+            "#Tensor<\n  i64[2]\n  [-3, 9000000000]\n>");
+  EXPECT_EQ(Tensor::from<bool>({true, false}).to_string(),
+            "#Tensor<\n  bool[2]\n  [true, false]\n>");
+  EXPECT_EQ(Tensor::from<float>({1.0f / 0.0f, -1.0f / 0.0f}).to_string(),
+            "#Tensor<\n  f32[2]\n  [Inf, -Inf]\n>");
+  EXPECT_EQ(Tensor::zeros({0}).to_string(), "#Tensor<\n  f32[0]\n  []\n>");
+}
+
+TEST(Tensor, TruncatesLargeTensors) {
+  std::string s = Tensor::iota({1000}, 0, i32).to_string(5);
+  EXPECT_EQ(s, "#Tensor<\n  i32[1000]\n  [0, 1, 2, 3, 4, ...]\n>");
+  std::string m = Tensor::zeros({4, 3}, i32).to_string(4);
+  EXPECT_THAT(m, ::testing::HasSubstr("[0, ...]"));
+  EXPECT_THAT(m, ::testing::HasSubstr("    ...\n"));
+}
+
+TEST(Tensor, BadInput) {
+  EXPECT_GLIA_ERROR(Tensor::from<float>({1, 2, 3}, Shape{2, 2}),
+                    "3 values do not fill shape [2][2]");
+  Tensor t = Tensor::zeros({2});
+  EXPECT_GLIA_ERROR(t.data<double>(), "holds f32, not f64");
+  EXPECT_GLIA_ERROR(t.item<float>(), "expected one element");
+  EXPECT_GLIA_ERROR(t.reshape({3}), "cannot reshape f32[2] to [3]");
+  EXPECT_GLIA_ERROR(t.element(2), "out of range");
+  EXPECT_GLIA_ERROR(Tensor().data<float>(), "undefined tensor");
+}
+
+}  // namespace
+}  // namespace glia
