@@ -98,8 +98,9 @@ Graph trace(const TracedFn& fn, const std::vector<TensorType>& inputs, std::stri
   }
   check(!ids.empty(), "trace '", g.name(), "': the function returned no outputs");
   g.set_outputs(std::move(ids));
-  verify(g);
-  return g;
+  Graph pruned = prune(g);
+  verify(pruned);
+  return pruned;
 }
 
 // ---- Creation ------------------------------------------------------------------------

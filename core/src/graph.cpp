@@ -75,6 +75,47 @@ void Graph::set_outputs(std::vector<ValueId> outputs) {
   outputs_ = std::move(outputs);
 }
 
+void Graph::annotate(ValueId id, std::shared_ptr<const Annotation> annotation) {
+  node(id);  // checks the id
+  annotations_[id] = std::move(annotation);
+}
+
+const Annotation* Graph::annotation(ValueId id) const {
+  auto it = annotations_.find(id);
+  return it == annotations_.end() ? nullptr : it->second.get();
+}
+
+Graph prune(const Graph& g) {
+  std::vector<bool> live(static_cast<std::size_t>(g.size()), false);
+  for (ValueId id : g.outputs()) live[static_cast<std::size_t>(id)] = true;
+  for (ValueId id : g.parameters()) live[static_cast<std::size_t>(id)] = true;
+  for (std::int64_t i = g.size() - 1; i >= 0; --i)
+    if (live[static_cast<std::size_t>(i)])
+      for (ValueId in : g.nodes()[static_cast<std::size_t>(i)].inputs)
+        live[static_cast<std::size_t>(in)] = true;
+  Graph out(g.name());
+  std::vector<ValueId> remap(static_cast<std::size_t>(g.size()), -1);
+  for (std::int64_t i = 0; i < g.size(); ++i) {
+    if (!live[static_cast<std::size_t>(i)]) continue;
+    Node n = g.nodes()[static_cast<std::size_t>(i)];
+    for (ValueId& in : n.inputs) in = remap[static_cast<std::size_t>(in)];
+    ValueId id;
+    if (n.op == Op::parameter) {
+      const auto& p = std::get<ParameterAttrs>(n.attrs);
+      id = out.add_parameter(p.type, p.name);
+    } else {
+      id = out.append(std::move(n));
+    }
+    remap[static_cast<std::size_t>(i)] = id;
+    if (g.annotation(static_cast<ValueId>(i)) != nullptr)
+      out.annotate(id, g.annotations().at(static_cast<ValueId>(i)));
+  }
+  std::vector<ValueId> outputs;
+  for (ValueId id : g.outputs()) outputs.push_back(remap[static_cast<std::size_t>(id)]);
+  out.set_outputs(std::move(outputs));
+  return out;
+}
+
 void verify(const Graph& g) {
   std::int64_t next_parameter = 0;
   for (std::int64_t i = 0; i < g.size(); ++i) {

@@ -119,3 +119,27 @@ TEST(Interpreter, ChecksInputs) {
 
 }  // namespace
 }  // namespace glia
+
+namespace glia {
+namespace {
+
+TEST(Graph, PruneDropsDeadNodesButKeepsParameters) {
+  Graph g("dead");
+  ValueId x = g.add_parameter({f32, {2}}, "x");
+  ValueId unused = g.add_parameter({f32, {2}}, "unused");
+  g.add(Op::exp, {x});  // dead
+  ValueId y = g.add(Op::neg, {x});
+  g.add(Op::add, {y, unused});  // dead
+  g.set_outputs({y});
+  Graph p = prune(g);
+  EXPECT_EQ(p.size(), 3);
+  EXPECT_EQ(p.parameters().size(), 2u);
+  EXPECT_NO_THROW(verify(p));
+  EXPECT_EQ(to_text(p),
+            "graph dead(%0: f32[2] x, %1: f32[2] unused) -> (f32[2])\n"
+            "  %2 = neg %0 : f32[2]\n"
+            "  return %2\n");
+}
+
+}  // namespace
+}  // namespace glia

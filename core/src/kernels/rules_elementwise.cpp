@@ -141,6 +141,11 @@ TensorType infer_cast(std::span<const TensorType> in, const Attrs& attrs) {
   return {attrs_as<CastAttrs>(attrs).to, in[0].shape};
 }
 
+// stop_gradient is the identity; only autograd treats it differently (zero gradient).
+TensorType infer_identity(std::span<const TensorType> in, const Attrs&) { return in[0]; }
+
+Tensor kernel_identity(std::span<const Tensor> in, const Attrs&, const TensorType&) { return in[0]; }
+
 Tensor kernel_cast(std::span<const Tensor> in, const Attrs&, const TensorType& out_type) {
   return in[0].cast(out_type.dtype);
 }
@@ -199,6 +204,7 @@ void add_elementwise_rules(OpTable& t) {
   compare<Op::ge, ew::Ge>(t);
   set_rule(t, Op::select, &infer_select, &kernel_select);
   set_rule(t, Op::cast, &infer_cast, &kernel_cast);
+  set_rule(t, Op::stop_gradient, &infer_identity, &kernel_identity);
 }
 
 }  // namespace glia::detail

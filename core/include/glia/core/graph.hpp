@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,12 @@ struct Node {
   std::vector<ValueId> inputs;
   Attrs attrs;
   TensorType type;
+};
+
+// Information a transform attaches to a value while tracing (autograd's custom
+// gradients). It does not enter verification, the text dump or the fingerprint.
+struct Annotation {
+  virtual ~Annotation() = default;
 };
 
 class Graph {
@@ -45,17 +53,28 @@ class Graph {
   void set_outputs(std::vector<ValueId> outputs);
   const std::string& name() const { return name_; }
 
+  void annotate(ValueId id, std::shared_ptr<const Annotation> annotation);
+  const Annotation* annotation(ValueId id) const;  // nullptr when none
+  const std::map<ValueId, std::shared_ptr<const Annotation>>& annotations() const {
+    return annotations_;
+  }
+
  private:
   std::string name_;
   std::vector<Node> nodes_;
   std::vector<ValueId> parameters_;
   std::vector<ValueId> outputs_;
+  std::map<ValueId, std::shared_ptr<const Annotation>> annotations_;
 };
 
 // Checks the structural invariants: inputs defined before use, arity, attribute kinds,
 // parameters numbered in order, outputs valid, and every node's type equal to what its
 // op infers. Throws glia::Error naming the node.
 void verify(const Graph& graph);
+
+// Dead-code elimination: a copy of the graph without the nodes its outputs do not
+// depend on (parameters always stay, so the signature is unchanged).
+Graph prune(const Graph& graph);
 
 // One node a line, like Nx's expression dump:
 //   graph softmax(%0: f32[2][3] x) -> (f32[2][3])

@@ -75,7 +75,8 @@ namespace glia {
   X(window_sum, "window_sum", 1, window, window)                 \
   X(window_max, "window_max", 1, window, window)                 \
   X(select_and_scatter, "select_and_scatter", 2, window, window) \
-  X(random_bits, "random_bits", 1, random_bits, random)
+  X(random_bits, "random_bits", 1, random_bits, random)          \
+  X(stop_gradient, "stop_gradient", 1, none, unary)
 
 enum class Op : std::uint8_t {
 #define GLIA_OP_ENUM(e, name, arity, attr, cls) e,
