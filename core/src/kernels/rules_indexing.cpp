@@ -1,4 +1,144 @@
+// Inference and reference kernels of the indexing ops: gather (Nx.take along one axis)
+// and its adjoint scatter_add. Indices are checked when the kernel runs: an index out
+// of [0, size) is a glia::Error, never a wild read or write.
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/kernel_util.hpp"
 #include "rules.hpp"
+
 namespace glia::detail {
-void add_indexing_rules(OpTable&) {}
+
+namespace {
+
+bool is_index_dtype(DType t) { return is_integer(t); }
+
+// The shape gather gives: x.shape[:axis] + indices.shape + x.shape[axis+1:].
+Shape gather_shape(const Shape& x, const Shape& indices, int axis) {
+  Ints dims(x.dims().begin(), x.dims().begin() + axis);
+  dims.insert(dims.end(), indices.dims().begin(), indices.dims().end());
+  dims.insert(dims.end(), x.dims().begin() + axis + 1, x.dims().end());
+  return Shape(std::move(dims));
+}
+
+// Checks x, indices and the axis common to gather and scatter_add; returns the axis.
+int check_gather_operands(std::string_view op, std::span<const TensorType> in, std::int64_t axis) {
+  const TensorType& x = in[0];
+  const TensorType& indices = in[1];
+  check(x.shape.rank() > 0, op, ": the operand must have at least one axis, got ", types_text(in));
+  check(axis >= 0 && axis < x.shape.rank(), op, ": axis ", axis, " is out of range for rank ",
+        x.shape.rank(), " (", types_text(in), ")");
+  check(is_index_dtype(indices.dtype), op,
+        ": indices must have an integer dtype (u8, u32, i32, i64), got ", types_text(in));
+  return static_cast<int>(axis);
+}
+
+// The indices as i64, each checked to lie in [0, size).
+std::vector<std::int64_t> read_indices(std::string_view op, const Tensor& indices,
+                                       std::int64_t size, int axis) {
+  std::vector<std::int64_t> out = indices.to_vector<std::int64_t>();
+  for (std::size_t i = 0; i < out.size(); ++i)
+    check(out[i] >= 0 && out[i] < size, op, ": index ", out[i], " (at position ", i,
+          " of the indices) is out of range for axis ", axis, " of size ", size);
+  return out;
+}
+
+// x seen as (outer, size, inner) around `axis`.
+struct AxisSplit {
+  std::int64_t outer = 1, size = 1, inner = 1;
+};
+AxisSplit split_at(const Shape& x, int axis) {
+  AxisSplit s;
+  for (int i = 0; i < axis; ++i) s.outer *= x[i];
+  s.size = x[axis];
+  for (int i = axis + 1; i < x.rank(); ++i) s.inner *= x[i];
+  return s;
+}
+
+// ---- gather --------------------------------------------------------------------------
+
+TensorType infer_gather(std::span<const TensorType> in, const Attrs& attrs) {
+  int axis = check_gather_operands("gather", in, attrs_as<AxisAttrs>(attrs).axis);
+  return {in[0].dtype, gather_shape(in[0].shape, in[1].shape, axis)};
+}
+
+Tensor kernel_gather(std::span<const Tensor> in, const Attrs& attrs, const TensorType& out) {
+  auto axis = static_cast<int>(attrs_as<AxisAttrs>(attrs).axis);
+  AxisSplit s = split_at(in[0].shape(), axis);
+  std::vector<std::int64_t> idx = read_indices("gather", in[1], s.size, axis);
+  auto n = static_cast<std::int64_t>(idx.size());
+  auto bytes = static_cast<std::int64_t>(dtype_size(out.dtype));
+  Tensor result(out.dtype, out.shape);
+  const auto* x = static_cast<const std::byte*>(in[0].raw_data());  // (outer, size, inner)
+  auto* y = static_cast<std::byte*>(result.raw_data());             // (outer, n, inner)
+  std::int64_t row = s.inner * bytes;
+  if (row == 0) return result;
+  for (std::int64_t o = 0; o < s.outer; ++o)
+    for (std::int64_t j = 0; j < n; ++j)
+      std::memcpy(y + (o * n + j) * row, x + (o * s.size + idx[static_cast<std::size_t>(j)]) * row,
+                  static_cast<std::size_t>(row));
+  return result;
+}
+
+// ---- scatter_add ---------------------------------------------------------------------
+
+TensorType infer_scatter_add(std::span<const TensorType> in, const Attrs& attrs) {
+  int axis = check_gather_operands("scatter_add", in, attrs_as<AxisAttrs>(attrs).axis);
+  const TensorType& target = in[0];
+  check(target.dtype != DType::boolean, "scatter_add: bool targets cannot be added to, got ",
+        types_text(in));
+  check(in[2].dtype == target.dtype, "scatter_add: updates must have the target's dtype ",
+        target.dtype, ", got ", types_text(in));
+  Shape want = gather_shape(target.shape, in[1].shape, axis);
+  check(in[2].shape == want, "scatter_add: updates must have shape ", want.to_string(),
+        " (target[:axis] + indices + target[axis+1:]), got ", types_text(in));
+  return target;
+}
+
+Tensor kernel_scatter_add(std::span<const Tensor> in, const Attrs& attrs, const TensorType& out) {
+  auto axis = static_cast<int>(attrs_as<AxisAttrs>(attrs).axis);
+  AxisSplit s = split_at(in[0].shape(), axis);
+  std::vector<std::int64_t> idx = read_indices("scatter_add", in[1], s.size, axis);
+  auto n = static_cast<std::int64_t>(idx.size());
+  Tensor result(out.dtype, out.shape);
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {
+      // Float sums accumulate in double; integer sums wrap around, so they accumulate in
+      // u64, where overflow is defined, and are narrowed modulo 2^bits at the end.
+      using Acc = std::conditional_t<is_float(dtype_of<T>()), double, std::uint64_t>;
+      auto widen = [](T v) {
+        if constexpr (std::is_same_v<Acc, double>)
+          return static_cast<double>(static_cast<compute_t<T>>(v));
+        else
+          return static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+      };
+      const T* target = in_ptr<T>(in[0]);   // (outer, size, inner)
+      const T* updates = in_ptr<T>(in[2]);  // (outer, n, inner)
+      std::vector<Acc> acc(static_cast<std::size_t>(result.numel()));
+      for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = widen(target[i]);
+      for (std::int64_t o = 0; o < s.outer; ++o)
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t k = 0; k < s.inner; ++k)
+            acc[static_cast<std::size_t>((o * s.size + idx[static_cast<std::size_t>(j)]) * s.inner +
+                                         k)] += widen(updates[(o * n + j) * s.inner + k]);
+      T* y = out_ptr<T>(result);
+      for (std::size_t i = 0; i < acc.size(); ++i) {
+        if constexpr (std::is_same_v<Acc, double>)
+          y[i] = convert_element<T>(acc[i]);
+        else
+          y[i] = static_cast<T>(acc[i]);
+      }
+    }
+  });
+  return result;
+}
+
+}  // namespace
+
+void add_indexing_rules(OpTable& t) {
+  set_rule(t, Op::gather, &infer_gather, &kernel_gather);
+  set_rule(t, Op::scatter_add, &infer_scatter_add, &kernel_scatter_add);
+}
+
 }  // namespace glia::detail
