@@ -27,13 +27,13 @@ class Expr {
   bool defined() const { return graph_ != nullptr; }
   Graph* graph() const { return graph_; }
   ValueId id() const { return id_; }
-  // Copies, not references: appending nodes may move the graph's storage.
-  Node node() const { return graph_->node(id_); }
-  TensorType type() const { return graph_->type(id_); }
-  DType dtype() const { return graph_->type(id_).dtype; }
-  Shape shape() const { return graph_->type(id_).shape; }
-  int rank() const { return graph_->type(id_).shape.rank(); }
-  std::int64_t dim(int axis) const { return graph_->type(id_).shape.dim(axis); }
+  // References stay valid while the graph grows (its nodes live in a deque).
+  const Node& node() const { return graph_->node(id_); }
+  const TensorType& type() const { return graph_->type(id_); }
+  DType dtype() const { return type().dtype; }
+  const Shape& shape() const { return type().shape; }
+  int rank() const { return shape().rank(); }
+  std::int64_t dim(int axis) const { return shape().dim(axis); }
 
  private:
   Graph* graph_ = nullptr;

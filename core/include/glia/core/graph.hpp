@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,7 +47,8 @@ class Graph {
 
   const Node& node(ValueId id) const;
   const TensorType& type(ValueId id) const { return node(id).type; }
-  const std::vector<Node>& nodes() const { return nodes_; }
+  // A deque: appending never moves existing nodes, so references to them stay valid.
+  const std::deque<Node>& nodes() const { return nodes_; }
   std::int64_t size() const { return static_cast<std::int64_t>(nodes_.size()); }
   const std::vector<ValueId>& parameters() const { return parameters_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
@@ -61,7 +63,7 @@ class Graph {
 
  private:
   std::string name_;
-  std::vector<Node> nodes_;
+  std::deque<Node> nodes_;
   std::vector<ValueId> parameters_;
   std::vector<ValueId> outputs_;
   std::map<ValueId, std::shared_ptr<const Annotation>> annotations_;
