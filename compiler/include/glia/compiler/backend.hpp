@@ -1,0 +1,48 @@
+// The Backend interface: a backend compiles a whole verified Graph into an Executable
+// (so it can fuse across nodes), and the Executable runs it on tensors.
+//   auto exe = glia::backend("interp").compile(graph, {});
+//   std::vector<glia::Tensor> outs = exe->run(inputs);
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "glia/compiler/memory_plan.hpp"
+#include "glia/core/graph.hpp"
+
+namespace glia {
+
+struct CompileOptions {
+  int threads = 0;     // worker threads for backends that use them; 0: the backend's default
+  bool verify = true;  // run glia::verify on the graph before compiling and after every pass
+};
+
+// A compiled graph. run() may be called from several threads at once: a backend that
+// keeps scratch state (an arena) guards it itself.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Checks the inputs against the graph's parameters (count, dtype, shape) and returns
+  // the graph's outputs as new tensors (or the inputs themselves, for outputs that are
+  // parameters). Throws glia::Error on a mismatch.
+  virtual std::vector<Tensor> run(std::span<const Tensor> inputs) const = 0;
+  virtual const MemoryPlan& memory_plan() const = 0;
+  // Readable text: the backend, the ops it runs (and how it grouped them), the memory
+  // plan and the graph.
+  virtual std::string describe() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool supports(Op op) const = 0;
+  // The graph is not kept by reference: an Executable owns what it needs.
+  virtual std::unique_ptr<Executable> compile(const Graph& graph,
+                                              const CompileOptions& options) const = 0;
+};
+
+}  // namespace glia

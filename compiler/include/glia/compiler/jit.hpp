@@ -1,0 +1,188 @@
+// jit: turns a function over Exprs (and vectors, tuples and maps of them, nested) into
+// a function over Tensors that is traced, verified and compiled once per argument
+// signature (the argument structure and each leaf's dtype and shape), then cached.
+//   auto f = glia::jit([](const glia::Expr& x, const glia::Expr& y) { return glia::exp(x) + y; });
+//   glia::Tensor z = f(x, y);   // first call: traces and compiles (a miss)
+//   z = f(x, y);                // same signature: a hit
+//   std::cout << f.graph_text(x, y) << f.cache_stats().hits << "\n";
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "glia/compiler/backend.hpp"
+#include "glia/compiler/tree.hpp"
+#include "glia/core/expr.hpp"
+
+namespace glia {
+
+struct JitOptions {
+  std::string backend = "interp";
+  std::string name = "fn";  // the graph's name, in printed graphs and in errors
+  CompileOptions compile_options{};
+};
+
+struct CacheStats {
+  std::int64_t hits = 0;
+  std::int64_t misses = 0;  // each miss traced and compiled the function once
+  std::int64_t entries = 0;
+};
+
+// One traced and compiled signature of a function.
+struct CompiledEntry {
+  std::string signature;  // the arguments' types, e.g. (f32[2][3], {"b": f32[3]})
+  Graph graph;
+  std::unique_ptr<Executable> executable;
+  std::shared_ptr<const void> result_like;  // a type_tree_t of the result, to rebuild it
+};
+
+namespace detail {
+
+// What the template side hands the compiled side on a miss: the function applied to
+// one parameter per argument leaf, its result flattened, and the result's shape.
+struct TraceResult {
+  std::vector<Expr> outputs;
+  std::shared_ptr<const void> result_like;
+};
+using TraceBody = std::function<TraceResult(const std::vector<Expr>& parameters)>;
+
+// The types of the argument leaves; glia::Error naming the leaf for an undefined one.
+std::vector<TensorType> argument_types(const std::string& fn_name, const std::string& structure,
+                                       std::span<const Tensor> leaves);
+std::string signature_text(const std::string& structure, std::span<const TensorType> types);
+// glia::Error unless every output is a defined Expr of the trace being recorded.
+void check_trace_outputs(const std::string& fn_name, const std::vector<Expr>& outputs);
+// Traces `body` on parameters of `types` (named by their paths), verifies and compiles.
+std::shared_ptr<const CompiledEntry> trace_and_compile(const JitOptions& options,
+                                                       const std::string& structure,
+                                                       std::span<const TensorType> types,
+                                                       const TraceBody& body);
+
+// The argument list as one tree "(a,b,..)": its structure, its leaves appended.
+template <class L, class... Args>
+std::string flatten_arguments(std::vector<L>& leaves, const Args&... args) {
+  std::string structure = "(";
+  [[maybe_unused]] bool first = true;
+  ((structure += first ? "" : ",", first = false, TreeTraits<Args>::structure(args, structure),
+    TreeTraits<Args>::flatten(args, leaves)),
+   ...);
+  return structure + ")";
+}
+
+template <class Fn, class... Likes>
+using expr_result_t = std::remove_cvref_t<std::invoke_result_t<const Fn&, expr_tree_t<Likes>&...>>;
+
+// Calls fn on Expr trees shaped like `likes` (Tensor or TensorType trees).
+template <class Fn, class... Likes>
+TraceBody make_trace_body(const Fn& fn, const std::string& fn_name, const Likes&... likes) {
+  using Result = expr_result_t<Fn, Likes...>;
+  static_assert(is_tree_of_v<Result, Expr>,
+                "a traced function returns an Expr, or a vector, tuple or map of them");
+  return [&fn, &fn_name, &likes...](const std::vector<Expr>& parameters) {
+    [[maybe_unused]] std::span<const Expr> leaves(parameters);
+    [[maybe_unused]] std::size_t pos = 0;
+    std::tuple<expr_tree_t<Likes>...> args{TreeTraits<Likes>::build(likes, leaves, pos)...};
+    Result result = std::apply(fn, args);
+    TraceResult traced;
+    TreeTraits<Result>::flatten(result, traced.outputs);
+    check_trace_outputs(fn_name, traced.outputs);
+    std::vector<TensorType> types;
+    for (const Expr& e : traced.outputs) types.push_back(e.type());
+    traced.result_like = std::make_shared<type_tree_t<Result>>(
+        tree_unflatten<TensorType>(result, std::span<const TensorType>(types)));
+    return traced;
+  };
+}
+
+template <class Result>
+Result rebuild_result(const CompiledEntry& entry, const std::vector<Tensor>& outputs) {
+  const auto& like = *static_cast<const type_tree_t<Result>*>(entry.result_like.get());
+  return tree_unflatten<Tensor>(like, std::span<const Tensor>(outputs));
+}
+
+// The cache behind one jitted function, shared by its copies.
+class JitCache {
+ public:
+  explicit JitCache(JitOptions options);  // glia::Error for an unknown backend
+  const JitOptions& options() const { return options_; }
+  // The entry for this signature; traces and compiles with `body` on a miss. `type_key`
+  // tells apart C++ argument types that flatten alike (an empty vector of vectors).
+  std::shared_ptr<const CompiledEntry> lookup(const char* type_key, const std::string& structure,
+                                              std::span<const TensorType> types,
+                                              const TraceBody& body, bool count);
+  CacheStats stats() const;
+  std::vector<std::string> signatures() const;
+
+ private:
+  JitOptions options_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const CompiledEntry>> entries_;
+  CacheStats stats_;
+};
+
+}  // namespace detail
+
+template <class Fn>
+class Jitted {
+ public:
+  Jitted(Fn fn, JitOptions options)
+      : fn_(std::make_shared<const Fn>(std::move(fn))),
+        cache_(std::make_shared<detail::JitCache>(std::move(options))) {}
+
+  // Tensor-side arguments run the compiled graph. Expr-side arguments (a call inside
+  // another trace) inline the function into that trace.
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    if constexpr (sizeof...(Args) > 0 && (is_tree_of_v<Args, Expr> && ...)) {
+      return (*fn_)(args...);
+    } else {
+      static_assert((is_tree_of_v<Args, Tensor> && ...),
+                    "a jitted function takes Tensors, or vectors, tuples or maps of them");
+      std::vector<Tensor> leaves;
+      auto entry = lookup(true, leaves, args...);
+      using Result = tensor_tree_t<detail::expr_result_t<Fn, Args...>>;
+      return detail::rebuild_result<Result>(*entry, entry->executable->run(leaves));
+    }
+  }
+
+  // The graph and executable for these arguments' signature; traces and compiles on a
+  // miss without counting it.
+  template <class... Args>
+  std::shared_ptr<const CompiledEntry> compiled(const Args&... args) const {
+    std::vector<Tensor> leaves;
+    return lookup(false, leaves, args...);
+  }
+  template <class... Args>
+  std::string graph_text(const Args&... args) const {
+    return to_text(compiled(args...)->graph);
+  }
+  CacheStats cache_stats() const { return cache_->stats(); }
+  std::vector<std::string> signatures() const { return cache_->signatures(); }
+  const JitOptions& options() const { return cache_->options(); }
+
+ private:
+  template <class... Args>
+  std::shared_ptr<const CompiledEntry> lookup(bool count, std::vector<Tensor>& leaves,
+                                              const Args&... args) const {
+    std::string structure = detail::flatten_arguments(leaves, args...);
+    const std::string& name = cache_->options().name;
+    std::vector<TensorType> types = detail::argument_types(name, structure, leaves);
+    return cache_->lookup(typeid(std::tuple<Args...>).name(), structure, types,
+                          detail::make_trace_body(*fn_, name, args...), count);
+  }
+
+  std::shared_ptr<const Fn> fn_;
+  std::shared_ptr<detail::JitCache> cache_;
+};
+
+template <class Fn>
+Jitted<Fn> jit(Fn fn, JitOptions options = {}) {
+  return Jitted<Fn>(std::move(fn), std::move(options));
+}
+
+}  // namespace glia

@@ -1,0 +1,148 @@
+// The backend registry, compile_graph and the interp backend behind the Backend interface.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "glia/compiler.hpp"
+
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::ThrowsMessage;
+
+// x + y then exp: two computed f32[3] values.
+glia::Graph add_exp_graph() {
+  glia::Graph g("add_exp");
+  auto x = g.add_parameter({glia::f32, {3}}, "x");
+  auto y = g.add_parameter({glia::f32, {3}}, "y");
+  auto s = g.add(glia::Op::add, {x, y});
+  g.set_outputs({g.add(glia::Op::exp, {s})});
+  return g;
+}
+
+// A backend that claims only `add`, to check that compile_graph refuses the rest.
+class AddOnlyBackend final : public glia::Backend {
+ public:
+  std::string_view name() const override { return "add_only"; }
+  bool supports(glia::Op op) const override {
+    return op == glia::Op::add || op == glia::Op::parameter;
+  }
+  std::unique_ptr<glia::Executable> compile(const glia::Graph& g,
+                                            const glia::CompileOptions& o) const override {
+    return glia::backend("interp").compile(g, o);
+  }
+};
+
+void register_add_only() {
+  static const bool once = [] {
+    glia::register_backend("add_only", [] { return std::make_unique<AddOnlyBackend>(); });
+    return true;
+  }();
+  (void)once;
+}
+
+}  // namespace
+
+TEST(Registry, InterpIsAlwaysThere) {
+  auto names = glia::backend_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "interp"), names.end());
+  EXPECT_EQ(glia::backend("interp").name(), "interp");
+  EXPECT_EQ(&glia::backend("interp"), &glia::backend("interp"));  // one instance
+}
+
+TEST(Registry, UnknownNameListsKnownOnes) {
+  EXPECT_THAT(
+      [] { glia::backend("tpu"); },
+      ThrowsMessage<glia::Error>(AllOf(HasSubstr("unknown backend 'tpu'"), HasSubstr("interp"))));
+}
+
+TEST(Registry, RegisterAndRejectDuplicates) {
+  register_add_only();
+  auto names = glia::backend_names();
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_NE(std::find(names.begin(), names.end(), "add_only"), names.end());
+  EXPECT_THAT(
+      [] { glia::register_backend("interp", [] { return std::make_unique<AddOnlyBackend>(); }); },
+      ThrowsMessage<glia::Error>(HasSubstr("already registered")));
+  EXPECT_THAT([] { glia::register_backend("", [] { return std::make_unique<AddOnlyBackend>(); }); },
+              ThrowsMessage<glia::Error>(HasSubstr("name is empty")));
+  EXPECT_THAT([] { glia::register_backend("nothing", nullptr); },
+              ThrowsMessage<glia::Error>(HasSubstr("factory is empty")));
+}
+
+TEST(Registry, CompileGraphChecksSupportedOps) {
+  register_add_only();
+  EXPECT_THAT([] { glia::compile_graph(add_exp_graph(), "add_only"); },
+              ThrowsMessage<glia::Error>(AllOf(HasSubstr("'add_only' does not support"),
+                                               HasSubstr("exp"), Not(HasSubstr("add,")))));
+  glia::Graph g("sum");
+  auto x = g.add_parameter({glia::i32, {2}});
+  g.set_outputs({g.add(glia::Op::add, {x, x})});
+  auto exe = glia::compile_graph(g, "add_only");
+  auto out = exe->run(std::vector<glia::Tensor>{glia::Tensor::from<std::int32_t>({3, -4})});
+  EXPECT_EQ(out[0].to_vector<std::int32_t>(), (std::vector<std::int32_t>{6, -8}));
+}
+
+TEST(Registry, CompileGraphRejectsBadOptionsAndGraphs) {
+  EXPECT_THAT([] { glia::compile_graph(add_exp_graph(), "interp", {.threads = -1}); },
+              ThrowsMessage<glia::Error>(HasSubstr("threads must be >= 0")));
+  glia::Graph broken("broken");
+  auto x = broken.add_parameter({glia::f32, {3}});
+  glia::Node bad{glia::Op::exp, {x}, glia::NoAttrs{}, {glia::f64, {3}}};  // wrong type
+  broken.set_outputs({broken.append(bad)});
+  EXPECT_THAT([&] { glia::compile_graph(broken, "interp"); },
+              ThrowsMessage<glia::Error>(HasSubstr("verify")));
+  // The interp backend verifies even when asked not to: its kernels trust their inputs.
+  EXPECT_THAT([&] { glia::compile_graph(broken, "interp", {.verify = false}); },
+              ThrowsMessage<glia::Error>(HasSubstr("verify")));
+}
+
+TEST(Interp, RunsAGraph) {
+  auto exe = glia::compile_graph(add_exp_graph(), "interp");
+  std::vector<glia::Tensor> in{glia::Tensor::from<float>({0, 1, -2}),
+                               glia::Tensor::from<float>({0, 0.5f, 1})};
+  auto out = exe->run(in);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].type(), (glia::TensorType{glia::f32, {3}}));
+  auto v = out[0].to_vector<float>();
+  EXPECT_FLOAT_EQ(v[0], 1.0f);
+  EXPECT_FLOAT_EQ(v[1], std::exp(1.5f));
+  EXPECT_FLOAT_EQ(v[2], std::exp(-1.0f));
+}
+
+TEST(Interp, RunChecksInputs) {
+  auto exe = glia::compile_graph(add_exp_graph(), "interp");
+  EXPECT_THAT(
+      [&] {
+        exe->run(std::vector<glia::Tensor>{glia::Tensor::from<float>({1, 2, 3})});
+      },
+      ThrowsMessage<glia::Error>(HasSubstr("takes 2 input(s), got 1")));
+  std::vector<glia::Tensor> wrong{glia::Tensor::from<float>({1, 2, 3}),
+                                  glia::Tensor::from<double>({1, 2, 3})};
+  EXPECT_THAT([&] { exe->run(wrong); }, ThrowsMessage<glia::Error>(HasSubstr("expected f32[3]")));
+}
+
+TEST(Interp, DescribeNamesTheOpsAndTheGraph) {
+  auto exe = glia::compile_graph(add_exp_graph(), "interp");
+  std::string text = exe->describe();
+  EXPECT_THAT(text, HasSubstr("interp"));
+  EXPECT_THAT(text, HasSubstr("add x1"));
+  EXPECT_THAT(text, HasSubstr("exp x1"));
+  EXPECT_THAT(text, HasSubstr("graph add_exp("));
+  EXPECT_THAT(text, HasSubstr("peak 24 B"));
+}
+
+TEST(Interp, MemoryPlanFollowsLiveness) {
+  auto exe = glia::compile_graph(add_exp_graph(), "interp");
+  const glia::MemoryPlan& plan = exe->memory_plan();
+  // add's f32[3] (12 B) is alive while exp writes its f32[3]: 24 B at the peak, and the
+  // two need separate 64-byte-aligned slots.
+  EXPECT_EQ(plan.value_count, 2);
+  EXPECT_EQ(plan.peak_live_bytes, 24);
+  EXPECT_EQ(plan.arena_bytes, 128);
+  EXPECT_EQ(plan.offsets, (std::vector<std::int64_t>{-1, -1, 0, 64}));
+}

@@ -1,0 +1,100 @@
+// Trees: structure strings, flattening order, rebuilding with another leaf kind,
+// signature text and leaf paths.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "glia/compiler/tree.hpp"
+#include "glia/core/expr.hpp"
+
+namespace {
+
+using glia::Tensor;
+using glia::TensorType;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+Tensor vec(std::vector<float> v) { return Tensor::from<float>(v); }
+
+}  // namespace
+
+TEST(Tree, TypeMapping) {
+  using Params = std::map<std::string, std::vector<std::tuple<Tensor, Tensor>>>;
+  static_assert(
+      std::is_same_v<glia::expr_tree_t<Params>,
+                     std::map<std::string, std::vector<std::tuple<glia::Expr, glia::Expr>>>>);
+  static_assert(
+      std::is_same_v<glia::type_tree_t<glia::expr_tree_t<Params>>,
+                     std::map<std::string, std::vector<std::tuple<TensorType, TensorType>>>>);
+  static_assert(std::is_same_v<glia::tensor_tree_t<glia::Expr>, Tensor>);
+  static_assert(glia::is_tree_of_v<Params, Tensor>);
+  static_assert(!glia::is_tree_of_v<Params, glia::Expr>);
+  static_assert(!glia::is_tree_of_v<std::vector<int>, Tensor>);
+  static_assert(!glia::is_tree_of_v<std::map<int, Tensor>, Tensor>);
+  SUCCEED();
+}
+
+TEST(Tree, StructureStrings) {
+  Tensor t = vec({1});
+  EXPECT_EQ(glia::tree_structure(t), "T");
+  EXPECT_EQ(glia::tree_structure(std::vector<Tensor>{t, t}), "[T,T]");
+  EXPECT_EQ(glia::tree_structure(std::vector<Tensor>{}), "[]");
+  EXPECT_EQ(glia::tree_structure(std::tuple<Tensor, std::vector<Tensor>>{t, {t}}), "(T,[T])");
+  std::map<std::string, Tensor> m{{"w", t}, {"b", t}};
+  EXPECT_EQ(glia::tree_structure(m), R"({"b":T,"w":T})");  // keys in map order
+  std::map<std::string, Tensor> odd{{R"(a"b\c)", t}};
+  EXPECT_EQ(glia::tree_structure(odd), R"({"a\"b\\c":T})");
+}
+
+TEST(Tree, FlattenInOrderAndRebuild) {
+  using Tree = std::map<std::string, std::vector<Tensor>>;
+  Tree tree{{"b", {vec({3}), vec({4, 5})}}, {"a", {vec({1})}}};
+  auto leaves = glia::tree_leaves<Tensor>(tree);
+  ASSERT_EQ(leaves.size(), 3u);
+  EXPECT_EQ(leaves[0].to_vector<float>(), std::vector<float>{1});  // "a" before "b"
+  EXPECT_EQ(leaves[1].to_vector<float>(), std::vector<float>{3});
+  EXPECT_EQ(leaves[2].to_vector<float>(), (std::vector<float>{4, 5}));
+
+  std::vector<TensorType> types{{glia::f32, {1}}, {glia::i32, {2}}, {glia::f64, {}}};
+  auto typed = glia::tree_unflatten<TensorType>(tree, std::span<const TensorType>(types));
+  static_assert(std::is_same_v<decltype(typed), std::map<std::string, std::vector<TensorType>>>);
+  ASSERT_EQ(typed.at("b").size(), 2u);
+  EXPECT_EQ(typed.at("a")[0], (TensorType{glia::f32, {1}}));
+  EXPECT_EQ(typed.at("b")[0], (TensorType{glia::i32, {2}}));
+  EXPECT_EQ(typed.at("b")[1], (TensorType{glia::f64, {}}));
+}
+
+TEST(Tree, TupleRebuildKeepsOrder) {
+  std::tuple<TensorType, std::vector<TensorType>, TensorType> like{
+      {glia::f32, {1}}, {{glia::f32, {2}}, {glia::f32, {3}}}, {glia::f32, {4}}};
+  std::vector<Tensor> leaves{vec({1}), vec({2, 2}), vec({3, 3, 3}), vec({4, 4, 4, 4})};
+  auto t = glia::tree_unflatten<Tensor>(like, std::span<const Tensor>(leaves));
+  EXPECT_EQ(std::get<0>(t).numel(), 1);
+  EXPECT_EQ(std::get<1>(t)[0].numel(), 2);
+  EXPECT_EQ(std::get<1>(t)[1].numel(), 3);
+  EXPECT_EQ(std::get<2>(t).numel(), 4);
+}
+
+TEST(Tree, UnflattenChecksTheLeafCount) {
+  std::vector<TensorType> like{{glia::f32, {1}}, {glia::f32, {1}}};
+  std::vector<Tensor> three{vec({1}), vec({2}), vec({3})};
+  EXPECT_THAT([&] { glia::tree_unflatten<Tensor>(like, std::span<const Tensor>(three)); },
+              ThrowsMessage<glia::Error>(HasSubstr("[T,T] has 2 leaves, got 3")));
+}
+
+TEST(Tree, TextAndPaths) {
+  std::string s = R"(([T,T],{"b":T,"w":(T,T)}))";
+  std::vector<std::string> texts{"f32[2]", "i32", "f32[3]", "f64[1][2]", "u8"};
+  EXPECT_EQ(glia::tree_text(s, texts), R"(([f32[2], i32], {"b": f32[3], "w": (f64[1][2], u8)}))");
+  EXPECT_EQ(glia::tree_leaf_paths(s, true),
+            (std::vector<std::string>{"arg0[0]", "arg0[1]", "arg1.b", "arg1.w[0]", "arg1.w[1]"}));
+  EXPECT_EQ(glia::tree_leaf_paths(R"({"T":[T]})"), (std::vector<std::string>{".T[0]"}));
+  // A key may contain T, quotes and separators without confusing the reader.
+  std::vector<std::string> one{"f32"};
+  EXPECT_EQ(glia::tree_text(R"({"T,\":":T})", one), R"({"T,\":": f32})");
+  EXPECT_THAT([&] { glia::tree_text("[T,T]", one); },
+              ThrowsMessage<glia::Error>(HasSubstr("more than 1 leaves")));
+  EXPECT_THAT([] { glia::tree_leaf_paths("[T,"); },
+              ThrowsMessage<glia::Error>(HasSubstr("ends early")));
+  EXPECT_THAT([] { glia::tree_leaf_paths("[T]]"); },
+              ThrowsMessage<glia::Error>(HasSubstr("trailing text")));
+}
