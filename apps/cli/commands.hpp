@@ -1,0 +1,23 @@
+// The subcommands of the `glia` tool. Each add_*_command registers its flags on the
+// CLI11 app and returns the function that runs it once the command line is parsed:
+//   glia::cli::Command demo = glia::cli::add_demo_command(app);
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace glia::cli {
+
+struct Command {
+  CLI::App* app;             // the subcommand, to ask whether it was given
+  std::function<int()> run;  // its exit code
+};
+
+// `glia demo`: traces a numerically stable softmax, prints its graph and runs it on
+// the reference interpreter.
+Command add_demo_command(CLI::App& app);
+
+}  // namespace glia::cli

