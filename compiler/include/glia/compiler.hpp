@@ -7,4 +7,3 @@
 #include "glia/compiler/jit.hpp"
 #include "glia/compiler/memory_plan.hpp"
 #include "glia/compiler/registry.hpp"
-#include "glia/compiler/tree.hpp"

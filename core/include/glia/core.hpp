@@ -11,3 +11,4 @@
 #include "glia/core/op.hpp"
 #include "glia/core/shape.hpp"
 #include "glia/core/tensor.hpp"
+#include "glia/core/tree.hpp"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "glia/compiler/backend.hpp"
-#include "glia/compiler/tree.hpp"
+#include "glia/core/tree.hpp"
 #include "glia/core/expr.hpp"
 
 namespace glia {

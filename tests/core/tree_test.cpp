@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "glia/compiler/tree.hpp"
+#include "glia/core/tree.hpp"
 #include "glia/core/expr.hpp"
 
 namespace {

@@ -1,6 +1,6 @@
 // The non-template half of trees: quoting map keys in structure strings, and reading
 // structure strings back to print signatures and name leaves.
-#include "glia/compiler/tree.hpp"
+#include "glia/core/tree.hpp"
 
 namespace glia {
 
