@@ -107,8 +107,6 @@ Graph prune(const Graph& g) {
       id = out.append(std::move(n));
     }
     remap[static_cast<std::size_t>(i)] = id;
-    if (g.annotation(static_cast<ValueId>(i)) != nullptr)
-      out.annotate(id, g.annotations().at(static_cast<ValueId>(i)));
   }
   std::vector<ValueId> outputs;
   for (ValueId id : g.outputs()) outputs.push_back(remap[static_cast<std::size_t>(id)]);

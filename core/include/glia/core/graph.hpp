@@ -75,7 +75,8 @@ class Graph {
 void verify(const Graph& graph);
 
 // Dead-code elimination: a copy of the graph without the nodes its outputs do not
-// depend on (parameters always stay, so the signature is unchanged).
+// depend on (parameters always stay, so the signature is unchanged). Annotations are
+// trace-time information and are not carried over.
 Graph prune(const Graph& graph);
 
 // One node a line, like Nx's expression dump:
