@@ -61,6 +61,8 @@ std::shared_ptr<const CompiledEntry> trace_and_compile(const JitOptions& options
     entry->graph.set_outputs(std::move(ids));
     entry->result_like = std::move(traced.result_like);
   }
+  // Tracing leaves dead values behind (e.g. gradients of inputs nobody asked for).
+  entry->graph = prune(entry->graph);
   entry->executable = compile_graph(entry->graph, options.backend, options.compile_options);
   return entry;
 }
