@@ -3,6 +3,9 @@
 // times. Only nodes on a path from a requested input to the output are visited.
 #include "glia/autograd/grad.hpp"
 
+#include <algorithm>
+#include <string>
+
 #include "glia/autograd/vjp.hpp"
 
 namespace glia {
@@ -48,8 +51,11 @@ std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs) {
   TraceScope scope(g);
 
   const auto end = static_cast<std::size_t>(y.id()) + 1;
+  // An input made after y cannot influence it: its slot stays empty and it gets zeros.
+  std::size_t slots = end;
+  for (const Expr& x : xs) slots = std::max(slots, static_cast<std::size_t>(x.id()) + 1);
   // Forward: which values depend on an input; backward: which ones the output uses.
-  std::vector<bool> depends(end, false), needed(end, false);
+  std::vector<bool> depends(slots, false), needed(slots, false);
   for (const Expr& x : xs) depends[static_cast<std::size_t>(x.id())] = true;
   for (std::size_t i = 0; i < end; ++i)
     for (ValueId in : flow_inputs(g, static_cast<ValueId>(i)))
@@ -60,7 +66,7 @@ std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs) {
       for (ValueId in : flow_inputs(g, static_cast<ValueId>(i)))
         needed[static_cast<std::size_t>(in)] = true;
 
-  std::vector<Expr> cotangent(end);
+  std::vector<Expr> cotangent(slots);
   cotangent[end - 1] = scalar(1, y.dtype());
   auto accumulate = [&](ValueId id, const Expr& ct) {
     auto k = static_cast<std::size_t>(id);
@@ -81,6 +87,8 @@ std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs) {
             " cotangents for ", custom->inputs.size(), " inputs");
       for (std::size_t k = 0; k < cts.size(); ++k) {
         const TensorType& want = g.type(custom->inputs[k]);
+        check(!cts[k].defined() || cts[k].graph() == &g, "custom_grad: cotangent ", k,
+              " is a value of another trace");
         check(!cts[k].defined() || cts[k].type() == want, "custom_grad: cotangent ", k, " is ",
               cts[k].defined() ? cts[k].type().to_string() : "", ", expected ", want.to_string());
         accumulate(custom->inputs[k], cts[k]);
@@ -89,6 +97,10 @@ std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs) {
     }
     const Node& node = g.node(id);
     const VjpRule& rule = vjp_rule(node.op);
+    // A float value the output depends on, with no rule: dropping its cotangent would give
+    // a silently wrong gradient (integer results carry none and never get here).
+    check(rule.kind != GradKind::non_differentiable, "grad: cannot differentiate through %", id,
+          " = ", op_name(node.op), " (", node.type.to_string(), "): ", rule.why);
     if (rule.kind != GradKind::differentiable) continue;
     VjpArgs args{node, {}, Expr(&g, id), cotangent[i]};
     for (ValueId in : node.inputs) args.inputs.emplace_back(&g, in);
@@ -105,6 +117,24 @@ std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs) {
 }
 
 namespace detail {
+void check_grad_leaves(std::size_t arg, const std::string& structure,
+                       const std::vector<Expr>& leaves) {
+  std::vector<std::string> paths = tree_leaf_paths(structure);
+  check(paths.size() == leaves.size(), "grad: internal error: ", leaves.size(), " leaves for ",
+        structure);
+  auto where = [&](std::size_t i) {
+    return "grad: argument " + std::to_string(arg) + (structure == "T" ? "" : " leaf " + paths[i]);
+  };
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    const Expr& x = leaves[i];
+    check(x.defined(), where(i), " is an undefined Expr");
+    check(is_float(x.dtype()), where(i), " is ", x.type().to_string(),
+          ": gradients exist only for floating-point values");
+    check(x.graph() == leaves[0].graph(), where(i), " belongs to another trace than leaf ",
+          paths[0]);
+  }
+}
+
 Expr differentiable_copy(const Expr& x) {
   check(x.defined(), "grad: an argument leaf is an undefined Expr");
   // A same-shape reshape: the identity, with an identity gradient rule.

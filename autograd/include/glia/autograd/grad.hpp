@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -20,7 +21,8 @@ namespace glia {
 // d(y)/d(x_i) for each x_i, appended to y's graph. y must be a floating-point scalar;
 // each x_i a floating-point traced value of the same graph (not a constant). An x that
 // y does not depend on gets zeros. Only nodes on a path from some x to y are
-// differentiated.
+// differentiated; a floating-point value on such a path whose op has no rule
+// (vjp_rule(op).kind == non_differentiable) is a glia::Error, never a silent zero.
 std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs);
 
 // The identity whose gradient is zero.
@@ -44,6 +46,10 @@ Expr custom_grad(const Expr& x, const std::vector<Expr>& inputs, CustomVjp vjp);
 namespace detail {
 // A fresh identity node for x, so only the uses made after this point are differentiated.
 Expr differentiable_copy(const Expr& x);
+// glia::Error naming the leaf of argument `arg` (by its path in `structure`) that is
+// undefined, not floating point, or of another trace than the first leaf.
+void check_grad_leaves(std::size_t arg, const std::string& structure,
+                       const std::vector<Expr>& leaves);
 
 template <std::size_t kArg, class Fn, class Args, class Replacement, std::size_t... I>
 decltype(auto) call_replacing(const Fn& fn, const Args& args, const Replacement& r,
@@ -68,6 +74,7 @@ auto value_and_grad(Fn fn) {
     static_assert(is_tree_of_v<Target, Expr>,
                   "value_and_grad: the differentiated argument must be an Expr or a tree of them");
     std::vector<Expr> leaves = tree_leaves<Expr>(target);
+    detail::check_grad_leaves(kArg, tree_structure(target), leaves);
     for (Expr& leaf : leaves) leaf = detail::differentiable_copy(leaf);
     Target marked = tree_unflatten<Expr>(target, std::span<const Expr>(leaves));
     Expr value =
