@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -90,8 +91,11 @@ inline void expect_gradients_match(const ScalarFn& fn, const std::vector<Tensor>
     std::vector<double> g = got.to_vector<double>();
     std::vector<double> n = numeric_gradient(fn, inputs, i, options.eps).to_vector<double>();
     double worst = 0;
-    for (std::size_t k = 0; k < g.size(); ++k)
-      worst = std::max(worst, std::abs(g[k] - n[k]) / std::max(1.0, std::abs(n[k])));
+    for (std::size_t k = 0; k < g.size(); ++k) {
+      double error = std::abs(g[k] - n[k]) / std::max(1.0, std::abs(n[k]));
+      // std::max would skip a NaN: a NaN gradient must fail, not pass.
+      worst = std::isnan(error) ? std::numeric_limits<double>::infinity() : std::max(worst, error);
+    }
     EXPECT_LE(worst, options.tolerance)
         << "input " << i << " " << inputs[i].type() << "\nanalytic: " << got
         << "\nnumeric: " << Tensor::from<double>(n, inputs[i].shape());
