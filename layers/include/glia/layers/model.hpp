@@ -1,0 +1,131 @@
+// The model builder's core: a Model is an immutable value, a handle to the output
+// node of a DAG of layer nodes. Layers are free functions taking their input model(s)
+// and an options struct; a layer node holds its parameter specs (name, shape from the
+// input shapes, initializer) and a forward function written with Expr ops.
+//   glia::Model x = glia::input("data", {-1, 784});
+//   glia::Model y = glia::dense(glia::dense(x, 128, {.activation = "relu"}), 10);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "glia/core/expr.hpp"
+
+namespace glia {
+
+enum class Mode { inference, train };
+
+// A parameter's initial value, traced from a random key (u32[2]) and the parameter's type.
+struct Initializer {
+  std::string name;  // "glorot_uniform", for display
+  std::function<Expr(const Expr& key, const TensorType& type)> fn;
+};
+
+// What a layer knows at build time: the shapes of its inputs (batch included).
+using InputShapes = std::vector<Shape>;
+
+struct ParamSpec {
+  std::string name;
+  std::function<Shape(const InputShapes& inputs)> shape;
+  Initializer initializer;
+  DType dtype = DType::f32;
+  bool is_state = false;  // model state (e.g. running statistics), updated in train mode, not trained
+};
+
+class LayerContext;
+using ForwardFn = std::function<Expr(LayerContext& ctx)>;
+
+struct LayerNode;
+using NodePtr = std::shared_ptr<const LayerNode>;
+
+struct LayerNode {
+  std::string type;  // "dense"
+  std::string name;  // empty: named `<type>_<k>` when the model is built
+  std::vector<NodePtr> inputs;
+  std::vector<ParamSpec> params;
+  ForwardFn forward;     // null for input layers
+  bool stochastic = false;  // draws random numbers in train mode (dropout)
+  std::string options;   // "units=128, activation=relu", for display
+  // Which parameters are frozen, asked with the layer's built name; null: none.
+  std::function<bool(const std::string& layer, const std::string& param)> frozen;
+  // Input layers only: the declared shape (-1 for a dimension given at run time) and dtype.
+  std::vector<std::int64_t> input_shape;
+  DType input_dtype = DType::f32;
+};
+
+class Model {
+ public:
+  Model() = default;
+  explicit Model(NodePtr node) : node_(std::move(node)) {}
+  const LayerNode& node() const;
+  const NodePtr& ptr() const { return node_; }
+  bool defined() const { return node_ != nullptr; }
+
+  // Applies `layer` to this model: `x.then(relu)` reads like a pipeline.
+  template <class Fn, class... Args>
+  Model then(Fn&& layer, Args&&... args) const {
+    return std::forward<Fn>(layer)(*this, std::forward<Args>(args)...);
+  }
+
+ private:
+  NodePtr node_;
+};
+
+// What a forward function sees while the model is traced.
+class LayerContext {
+ public:
+  const std::vector<Expr>& inputs() const { return inputs_; }
+  const Expr& input(std::size_t i = 0) const;
+  const Expr& param(const std::string& name) const;  // a parameter or state value
+  Mode mode() const { return mode_; }
+  bool training() const { return mode_ == Mode::train; }
+  // The layer's own random key (train mode, stochastic layers only).
+  const Expr& key() const;
+  // A new value for a state entry (train mode); it becomes the model's updated state.
+  void update_state(const std::string& name, const Expr& value);
+  const std::string& layer_name() const { return name_; }
+
+ private:
+  friend class ModelTracer;
+  std::string name_;
+  std::vector<Expr> inputs_;
+  std::map<std::string, Expr> params_;
+  std::map<std::string, Expr> state_updates_;
+  Mode mode_ = Mode::inference;
+  Expr key_;
+};
+
+// An input of the model: `shape` may use -1 for dimensions given at run time (the batch).
+Model input(const std::string& name, std::vector<std::int64_t> shape, DType dtype = DType::f32);
+
+struct LayerOptions {
+  std::string name;  // empty: named `<type>_<k>` when the model is built
+};
+// A custom layer (Axon's `layer`): a forward function over Exprs plus declared parameters.
+//   glia::Model y = glia::layer("scale", {x}, [](glia::LayerContext& c) {
+//     return c.input() * c.param("s"); }, {{"s", [](auto&) { return glia::Shape{}; },
+//     glia::ones()}});
+Model layer(const std::string& type, std::vector<Model> inputs, ForwardFn forward,
+            std::vector<ParamSpec> params = {}, const LayerOptions& options = {});
+
+// A copy of the model whose parameters matching `frozen(layer, param)` are frozen:
+// the training step leaves them unchanged (their gradient is stopped).
+Model freeze(const Model& model,
+             std::function<bool(const std::string& layer, const std::string& param)> frozen =
+                 [](const std::string&, const std::string&) { return true; });
+
+// A layer of a model in topological order, with the name it has when built.
+struct ResolvedLayer {
+  NodePtr node;
+  std::string name;
+  std::vector<std::size_t> inputs;  // positions of its input layers in the order
+};
+// The layers the output depends on, inputs first; unnamed layers get `<type>_<k>`
+// (k counting layers of that type in this order). Throws glia::Error on a repeated name.
+std::vector<ResolvedLayer> resolve_layers(const Model& model);
+
+}  // namespace glia

@@ -1,0 +1,136 @@
+// Model values: input and custom layers, freezing, and resolving the DAG into named
+// layers in topological order.
+#include "glia/layers/model.hpp"
+
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+namespace glia {
+
+const LayerNode& Model::node() const {
+  check(node_ != nullptr, "Model: an undefined model (default-constructed) was used");
+  return *node_;
+}
+
+const Expr& LayerContext::input(std::size_t i) const {
+  check(i < inputs_.size(), "layer '", name_, "': no input ", i, " (it has ", inputs_.size(), ")");
+  return inputs_[i];
+}
+
+const Expr& LayerContext::param(const std::string& name) const {
+  auto it = params_.find(name);
+  check(it != params_.end(), "layer '", name_, "': no parameter or state named '", name, "'");
+  return it->second;
+}
+
+const Expr& LayerContext::key() const {
+  check(key_.defined(), "layer '", name_,
+        "': no random key (stochastic layers get one in train mode only)");
+  return key_;
+}
+
+void LayerContext::update_state(const std::string& name, const Expr& value) {
+  check(params_.count(name) != 0, "layer '", name_, "': no state named '", name, "' to update");
+  check(value.type() == params_.at(name).type(), "layer '", name_, "': state '", name, "' is ",
+        params_.at(name).type().to_string(), ", the update is ", value.type().to_string());
+  state_updates_[name] = value;
+}
+
+Model input(const std::string& name, std::vector<std::int64_t> shape, DType dtype) {
+  check(!name.empty(), "input: the name must not be empty");
+  for (std::int64_t d : shape)
+    check(d >= -1, "input '", name, "': dimension ", d, " is invalid (use -1 for a run-time size)");
+  auto node = std::make_shared<LayerNode>();
+  node->type = "input";
+  node->name = name;
+  node->input_shape = std::move(shape);
+  node->input_dtype = dtype;
+  return Model(std::move(node));
+}
+
+Model layer(const std::string& type, std::vector<Model> inputs, ForwardFn forward,
+            std::vector<ParamSpec> params, const LayerOptions& options) {
+  check(!type.empty(), "layer: the type must not be empty");
+  check(static_cast<bool>(forward), "layer '", type, "': the forward function is empty");
+  check(!inputs.empty(), "layer '", type, "': a layer needs at least one input");
+  auto node = std::make_shared<LayerNode>();
+  node->type = type;
+  node->name = options.name;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    check(inputs[i].defined(), "layer '", type, "': input ", i, " is an undefined model");
+    node->inputs.push_back(inputs[i].ptr());
+  }
+  std::set<std::string> names;
+  for (const ParamSpec& p : params) {
+    check(!p.name.empty() && names.insert(p.name).second, "layer '", type,
+          "': parameter names must be non-empty and unique, got '", p.name, "'");
+    check(static_cast<bool>(p.shape) && static_cast<bool>(p.initializer.fn), "layer '", type,
+          "': parameter '", p.name, "' needs a shape function and an initializer");
+  }
+  node->params = std::move(params);
+  node->forward = std::move(forward);
+  return Model(std::move(node));
+}
+
+Model freeze(const Model& model,
+             std::function<bool(const std::string& layer, const std::string& param)> frozen) {
+  std::unordered_map<const LayerNode*, NodePtr> copies;
+  std::function<NodePtr(const NodePtr&)> copy = [&](const NodePtr& n) -> NodePtr {
+    if (auto it = copies.find(n.get()); it != copies.end()) return it->second;
+    auto c = std::make_shared<LayerNode>(*n);
+    for (NodePtr& in : c->inputs) in = copy(in);
+    if (!c->params.empty()) {
+      auto before = n->frozen;
+      c->frozen = [before, frozen](const std::string& l, const std::string& p) {
+        return (before && before(l, p)) || frozen(l, p);
+      };
+    }
+    copies[n.get()] = c;
+    return c;
+  };
+  return Model(copy(model.ptr()));
+}
+
+std::vector<ResolvedLayer> resolve_layers(const Model& model) {
+  std::vector<ResolvedLayer> order;
+  std::unordered_map<const LayerNode*, std::size_t> position;
+  std::unordered_map<const LayerNode*, bool> visiting;
+  // Iterative post-order DFS: deep sequential models must not overflow the stack.
+  std::vector<std::pair<const LayerNode*, std::size_t>> stack{{&model.node(), 0}};
+  std::unordered_map<const LayerNode*, NodePtr> owner{{&model.node(), model.ptr()}};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      const NodePtr& in = node->inputs[next++];
+      if (position.count(in.get()) == 0) {
+        check(!visiting[in.get()], "model: layer inputs form a cycle");
+        visiting[in.get()] = true;
+        owner[in.get()] = in;
+        stack.emplace_back(in.get(), 0);
+      }
+      continue;
+    }
+    ResolvedLayer r{owner.at(node), node->name, {}};
+    for (const NodePtr& in : node->inputs) r.inputs.push_back(position.at(in.get()));
+    position[node] = order.size();
+    order.push_back(std::move(r));
+    stack.pop_back();
+  }
+  std::map<std::string, int> counts;
+  std::set<std::string> taken;
+  for (const ResolvedLayer& r : order)
+    if (!r.name.empty())
+      check(taken.insert(r.name).second, "model: two layers are named '", r.name, "'");
+  for (ResolvedLayer& r : order) {
+    if (!r.name.empty()) continue;
+    std::string name;
+    do name = r.node->type + "_" + std::to_string(counts[r.node->type]++);
+    while (taken.count(name) != 0);
+    taken.insert(name);
+    r.name = name;
+  }
+  return order;
+}
+
+}  // namespace glia
