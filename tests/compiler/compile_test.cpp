@@ -1,7 +1,5 @@
 // compile: one trace for the given templates, and a clear error for any other signature.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
+#include "core/test_util.hpp"
 #include "glia/compiler.hpp"
 
 namespace {
@@ -9,13 +7,12 @@ namespace {
 using glia::Expr;
 using glia::Tensor;
 using glia::TensorType;
+using glia::testing::f32s;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using Params = std::map<std::string, Tensor>;
 using ParamTypes = std::map<std::string, TensorType>;
-
-Tensor f32(std::vector<float> v) { return Tensor::from<float>(v); }
 
 }  // namespace
 
@@ -28,8 +25,8 @@ TEST(Compile, TracesOnceAndRuns) {
       },
       TensorType{glia::f32, {3}}, TensorType{glia::f32, {3}});
   EXPECT_EQ(traces, 1);
-  EXPECT_EQ(f(f32({1, 2, 3}), f32({4, 5, 6})).to_vector<float>(), (std::vector<float>{3, 8, 15}));
-  EXPECT_EQ(f(f32({0, 1, -1}), f32({1, 1, 1})).to_vector<float>(), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(f(f32s({1, 2, 3}), f32s({4, 5, 6})).to_vector<float>(), (std::vector<float>{3, 8, 15}));
+  EXPECT_EQ(f(f32s({0, 1, -1}), f32s({1, 1, 1})).to_vector<float>(), (std::vector<float>{0, 0, 0}));
   EXPECT_EQ(traces, 1);
   EXPECT_EQ(f.signature(), "(f32[3], f32[3])");
 }
@@ -39,20 +36,12 @@ TEST(Compile, RejectsOtherShapesAndDtypes) {
                          TensorType{glia::f32, {3}}, TensorType{glia::f32, {3}});
   EXPECT_THAT(
       [&] {
-        f(f32({1, 2, 3, 4}), f32({1, 2, 3}));
+        f(f32s({1, 2, 3, 4}), f32s({1, 2, 3}));
       },
       ThrowsMessage<glia::Error>(AllOf(HasSubstr("compiled for arguments (f32[3], f32[3])"),
                                        HasSubstr("given (f32[4], f32[3])"))));
-  EXPECT_THAT(
-      [&] {
-        f(f32({1, 2, 3}), Tensor::from<double>({1, 2, 3}));
-      },
-      ThrowsMessage<glia::Error>(HasSubstr("given (f32[3], f64[3])")));
-  EXPECT_THAT(
-      [&] {
-        f(f32({1, 2, 3}), Tensor());
-      },
-      ThrowsMessage<glia::Error>(HasSubstr("argument arg1 is an undefined Tensor")));
+  EXPECT_GLIA_ERROR(f(f32s({1, 2, 3}), Tensor::from<double>({1, 2, 3})), "given (f32[3], f64[3])");
+  EXPECT_GLIA_ERROR(f(f32s({1, 2, 3}), Tensor()), "argument arg1 is an undefined Tensor");
 }
 
 TEST(Compile, MapTemplatesRejectOtherKeys) {
@@ -61,23 +50,19 @@ TEST(Compile, MapTemplatesRejectOtherKeys) {
       ParamTypes{{"w", {glia::f32, {2}}}, {"b", {glia::f32, {2}}}}, TensorType{glia::f32, {2}},
       glia::JitOptions{.name = "predict"});
   static_assert(std::is_same_v<decltype(predict), glia::CompiledFn<Tensor, Params, Tensor>>);
-  Params params{{"w", f32({2, 3})}, {"b", f32({1, -1})}};
-  EXPECT_EQ(predict(params, f32({10, 20})).to_vector<float>(), (std::vector<float>{21, 59}));
+  Params params{{"w", f32s({2, 3})}, {"b", f32s({1, -1})}};
+  EXPECT_EQ(predict(params, f32s({10, 20})).to_vector<float>(), (std::vector<float>{21, 59}));
   EXPECT_THAT(predict.graph_text(), HasSubstr("graph predict("));
-  Params renamed{{"w", f32({2, 3})}, {"bias", f32({1, -1})}};
+  Params renamed{{"w", f32s({2, 3})}, {"bias", f32s({1, -1})}};
   EXPECT_THAT(
       [&] {
-        predict(renamed, f32({1, 1}));
+        predict(renamed, f32s({1, 1}));
       },
       ThrowsMessage<glia::Error>(
           AllOf(HasSubstr("'predict'"), HasSubstr(R"(({"b": f32[2], "w": f32[2]}, f32[2]))"),
                 HasSubstr(R"(given ({"bias": f32[2], "w": f32[2]}, f32[2]))"))));
-  Params fewer{{"w", f32({2, 3})}};
-  EXPECT_THAT(
-      [&] {
-        predict(fewer, f32({1, 1}));
-      },
-      ThrowsMessage<glia::Error>(HasSubstr(R"(given ({"w": f32[2]}, f32[2]))")));
+  Params fewer{{"w", f32s({2, 3})}};
+  EXPECT_GLIA_ERROR(predict(fewer, f32s({1, 1})), R"(given ({"w": f32[2]}, f32[2]))");
 }
 
 TEST(Compile, VectorTemplatesAndVectorResults) {
@@ -105,11 +90,10 @@ TEST(Compile, VectorTemplatesAndVectorResults) {
 TEST(Compile, StorableAndDescribable) {
   glia::CompiledFn<Tensor, Tensor> g;
   EXPECT_FALSE(g.defined());
-  EXPECT_THAT([&] { g(f32({1})); },
-              ThrowsMessage<glia::Error>(HasSubstr("empty glia::CompiledFn")));
+  EXPECT_GLIA_ERROR(g(f32s({1})), "empty glia::CompiledFn");
   g = glia::compile([](const Expr& x) { return glia::tanh(glia::exp(x)); },
                     TensorType{glia::f32, {2}});
-  EXPECT_NEAR(g(f32({0, 0})).to_vector<float>()[1], std::tanh(1.0), 1e-6);
+  EXPECT_NEAR(g(f32s({0, 0})).to_vector<float>()[1], std::tanh(1.0), 1e-6);
   const glia::Executable& exe = *g.compiled().executable;
   EXPECT_THAT(exe.describe(), AllOf(HasSubstr("exp x1"), HasSubstr("tanh x1")));
   EXPECT_EQ(exe.memory_plan().value_count, 2);
@@ -117,16 +101,10 @@ TEST(Compile, StorableAndDescribable) {
 }
 
 TEST(Compile, TraceErrorsSurfaceAtCompile) {
-  EXPECT_THAT(
-      [] {
-        glia::compile([](const Expr& x, const Expr& y) { return x + y; },
-                      TensorType{glia::f32, {2}}, TensorType{glia::f32, {3}});
-      },
-      ThrowsMessage<glia::Error>(HasSubstr("cannot be broadcast")));
-  EXPECT_THAT(
-      [] {
-        glia::compile([](const Expr& x) { return x; }, TensorType{glia::f32, {2}},
-                      glia::JitOptions{.backend = "nope"});
-      },
-      ThrowsMessage<glia::Error>(HasSubstr("known backends: ")));
+  EXPECT_GLIA_ERROR(glia::compile([](const Expr& x, const Expr& y) { return x + y; },
+                                  TensorType{glia::f32, {2}}, TensorType{glia::f32, {3}}),
+                    "cannot be broadcast");
+  EXPECT_GLIA_ERROR(glia::compile([](const Expr& x) { return x; }, TensorType{glia::f32, {2}},
+                                  glia::JitOptions{.backend = "nope"}),
+                    "known backends: ");
 }

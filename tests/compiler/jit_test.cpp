@@ -1,21 +1,18 @@
 // jit: one trace per argument signature, results of every container kind, and the
 // errors a caller can run into. Expected values come from std:: math in the test.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <cmath>
 
+#include "core/test_util.hpp"
 #include "glia/compiler.hpp"
 
 namespace {
 
 using glia::Expr;
 using glia::Tensor;
+using glia::testing::f32s;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-
-Tensor f32(std::vector<float> v) { return Tensor::from<float>(v); }
 
 void expect_floats(const Tensor& t, const std::vector<double>& want) {
   ASSERT_EQ(t.numel(), static_cast<std::int64_t>(want.size())) << t.type();
@@ -32,17 +29,17 @@ TEST(Jit, OneTracePerSignature) {
     ++traces;
     return glia::exp(x) * y;
   });
-  Tensor x = f32({0, 1, 2}), y = f32({1, 2, 3});
+  Tensor x = f32s({0, 1, 2}), y = f32s({1, 2, 3});
   Tensor z = f(x, y);
   expect_floats(z, {1, 2 * std::exp(1.0), 3 * std::exp(2.0)});
-  expect_floats(f(f32({-1, 0, 1}), y), {std::exp(-1.0), 2, 3 * std::exp(1.0)});  // same types
+  expect_floats(f(f32s({-1, 0, 1}), y), {std::exp(-1.0), 2, 3 * std::exp(1.0)});  // same types
   EXPECT_EQ(traces, 1);
   auto s = f.cache_stats();
   EXPECT_EQ(s.misses, 1);
   EXPECT_EQ(s.hits, 1);
   EXPECT_EQ(s.entries, 1);
 
-  expect_floats(f(f32({0, 0}), f32({5, 6})), {5, 6});  // new shape: second trace
+  expect_floats(f(f32s({0, 0}), f32s({5, 6})), {5, 6});  // new shape: second trace
   EXPECT_EQ(f.cache_stats().misses, 2);
   Tensor d = f(Tensor::from<double>({1}), Tensor::from<double>({2}));  // new dtype: third
   EXPECT_EQ(d.dtype(), glia::f64);
@@ -79,18 +76,18 @@ TEST(Jit, VectorInVectorOut) {
   auto f = glia::jit([](const std::vector<Expr>& xs) {
     return std::vector<Expr>{xs[0] + xs[1], xs[0] * xs[1]};
   });
-  auto out = f(std::vector<Tensor>{f32({1, 2}), f32({3, 4})});
+  auto out = f(std::vector<Tensor>{f32s({1, 2}), f32s({3, 4})});
   static_assert(std::is_same_v<decltype(out), std::vector<Tensor>>);
   ASSERT_EQ(out.size(), 2u);
   expect_floats(out[0], {4, 6});
   expect_floats(out[1], {3, 8});
-  f(std::vector<Tensor>{f32({1}), f32({2}), f32({3})});  // a longer vector: a new structure
+  f(std::vector<Tensor>{f32s({1}), f32s({2}), f32s({3})});  // a longer vector: a new structure
   EXPECT_EQ(f.cache_stats().misses, 2);
 }
 
 TEST(Jit, TupleOut) {
   auto f = glia::jit([](const Expr& x, const Expr& y) { return std::tuple{x + y, x - y, x}; });
-  auto [sum, diff, same] = f(f32({5, 1}), f32({2, 3}));
+  auto [sum, diff, same] = f(f32s({5, 1}), f32s({2, 3}));
   expect_floats(sum, {7, 4});
   expect_floats(diff, {3, -2});
   expect_floats(same, {5, 1});  // a parameter returned as is
@@ -102,7 +99,7 @@ TEST(Jit, TupleInMixedContainers) {
     for (const Expr& e : std::get<1>(t)) acc = acc + e;
     return acc;
   });
-  Tensor r = f(std::tuple<Tensor, std::vector<Tensor>>{f32({1}), {f32({10}), f32({100})}});
+  Tensor r = f(std::tuple<Tensor, std::vector<Tensor>>{f32s({1}), {f32s({10}), f32s({100})}});
   expect_floats(r, {111});
 }
 
@@ -112,21 +109,21 @@ TEST(Jit, MapInMapOut) {
     Expr y = p.at("w") * x + p.at("b");
     return std::map<std::string, Expr>{{"y", y}, {"loss", y * y}};
   });
-  Params params{{"w", f32({2, -1})}, {"b", f32({0.5f, 1})}};
-  auto out = f(params, f32({3, 4}));
+  Params params{{"w", f32s({2, -1})}, {"b", f32s({0.5f, 1})}};
+  auto out = f(params, f32s({3, 4}));
   static_assert(std::is_same_v<decltype(out), std::map<std::string, Tensor>>);
   expect_floats(out.at("y"), {6.5, -3});
   expect_floats(out.at("loss"), {42.25, 9});
   EXPECT_EQ(out.size(), 2u);
   // The graph names its parameters by their place in the arguments.
-  std::string text = f.graph_text(params, f32({3, 4}));
+  std::string text = f.graph_text(params, f32s({3, 4}));
   EXPECT_THAT(text, AllOf(HasSubstr("arg0.b"), HasSubstr("arg0.w"), HasSubstr("arg1"),
                           HasSubstr("multiply"), HasSubstr("add")));
   EXPECT_EQ(f.cache_stats().misses, 1);  // graph_text found the entry and counted nothing
   EXPECT_EQ(f.cache_stats().hits, 0);
   // Other keys are another structure: a second trace (which here fails: no "w").
-  Params other{{"v", f32({1, 1})}, {"b", f32({0, 0})}};
-  EXPECT_THROW(f(other, f32({1, 1})), std::out_of_range);
+  Params other{{"v", f32s({1, 1})}, {"b", f32s({0, 0})}};
+  EXPECT_THROW(f(other, f32s({1, 1})), std::out_of_range);
   EXPECT_EQ(f.cache_stats().entries, 1);
 }
 
@@ -138,7 +135,7 @@ TEST(Jit, NestedMapOfVectors) {
       for (const Expr& x : xs) out[name].push_back(glia::exp(x) + x);
     return out;
   });
-  In in{{"layer1", {f32({0, 1}), f32({2, 3})}}, {"layer2", {f32({-1, 0})}}};
+  In in{{"layer1", {f32s({0, 1}), f32s({2, 3})}}, {"layer2", {f32s({-1, 0})}}};
   auto out = f(in);
   ASSERT_EQ(out.at("layer1").size(), 2u);
   expect_floats(out.at("layer1")[0], {1, std::exp(1.0) + 1});
@@ -151,22 +148,22 @@ TEST(Jit, AlikeFlattenedTypesGetTheirOwnEntries) {
   // An empty vector of vectors and an empty vector flatten alike; the results differ.
   auto f =
       glia::jit([](const auto& xs, const Expr& y) { return std::vector<Expr>(xs.size() + 1, y); });
-  EXPECT_EQ(f(std::vector<std::vector<Tensor>>{}, f32({1})).size(), 1u);
-  EXPECT_EQ(f(std::vector<Tensor>{}, f32({1})).size(), 1u);
+  EXPECT_EQ(f(std::vector<std::vector<Tensor>>{}, f32s({1})).size(), 1u);
+  EXPECT_EQ(f(std::vector<Tensor>{}, f32s({1})).size(), 1u);
   EXPECT_EQ(f.cache_stats().entries, 2);
 }
 
 TEST(Jit, InlinesInsideAnotherTrace) {
   auto inner = glia::jit([](const Expr& x) { return x * x; });
   auto outer = glia::jit([&inner](const Expr& x) { return inner(x) + x; });
-  expect_floats(outer(f32({3, -1})), {12, 0});
+  expect_floats(outer(f32s({3, -1})), {12, 0});
   EXPECT_EQ(inner.cache_stats().entries, 0);  // inlined, never compiled on its own
 }
 
 TEST(Jit, UsesTheChosenBackendAndNameAndDescribes) {
   auto f = glia::jit([](const Expr& x) { return glia::exp(x); },
                      glia::JitOptions{.backend = "interp", .name = "expo"});
-  Tensor x = f32({0, 0, 0});
+  Tensor x = f32s({0, 0, 0});
   EXPECT_THAT(f.graph_text(x), HasSubstr("graph expo("));
   auto entry = f.compiled(x);
   EXPECT_THAT(entry->executable->describe(), AllOf(HasSubstr("interp"), HasSubstr("exp x1")));
@@ -183,29 +180,23 @@ TEST(Jit, Errors) {
                 {.name = "affine"});
   EXPECT_THAT(
       [&] {
-        f(std::map<std::string, Tensor>{{"w", Tensor()}}, f32({1}));
+        f(std::map<std::string, Tensor>{{"w", Tensor()}}, f32s({1}));
       },
       ThrowsMessage<glia::Error>(AllOf(HasSubstr("'affine'"),
                                        HasSubstr("argument arg0.w is an undefined Tensor"),
                                        HasSubstr(R"(({"w": undefined}, f32[1]))"))));
-  EXPECT_THAT(
-      [&] {
-        f(std::map<std::string, Tensor>{{"w", f32({1, 2})}}, f32({1, 2, 3}));
-      },
-      ThrowsMessage<glia::Error>(HasSubstr("cannot be broadcast")));
+  EXPECT_GLIA_ERROR(f(std::map<std::string, Tensor>{{"w", f32s({1, 2})}}, f32s({1, 2, 3})),
+                    "cannot be broadcast");
   EXPECT_EQ(f.cache_stats().entries, 0);
 
   glia::Graph elsewhere("elsewhere");
   Expr foreign(&elsewhere, elsewhere.add_parameter({glia::f32, {1}}));
   auto leak = glia::jit([&foreign](const Expr&) { return foreign; });
-  EXPECT_THAT([&] { leak(f32({1})); },
-              ThrowsMessage<glia::Error>(HasSubstr("result leaf 0 is an Expr of another trace")));
+  EXPECT_GLIA_ERROR(leak(f32s({1})), "result leaf 0 is an Expr of another trace");
   auto undefined = glia::jit([](const Expr& x) { return std::vector<Expr>{x, Expr()}; });
-  EXPECT_THAT([&] { undefined(f32({1})); },
-              ThrowsMessage<glia::Error>(HasSubstr("result leaf 1 is an undefined Expr")));
+  EXPECT_GLIA_ERROR(undefined(f32s({1})), "result leaf 1 is an undefined Expr");
   auto nothing = glia::jit([](const Expr&) { return std::vector<Expr>{}; });
-  EXPECT_THAT([&] { nothing(f32({1})); },
-              ThrowsMessage<glia::Error>(HasSubstr("returned no Expr")));
+  EXPECT_GLIA_ERROR(nothing(f32s({1})), "returned no Expr");
 }
 
 TEST(Jit, NoArguments) {

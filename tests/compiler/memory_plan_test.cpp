@@ -1,8 +1,6 @@
 // plan_memory: liveness, the peak of live bytes and arena offsets, hand-computed.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "glia/compiler/memory_plan.hpp"
+#include "core/test_util.hpp"
 
 namespace {
 
@@ -93,7 +91,5 @@ TEST(MemoryPlan, ZeroSizeValuesTakeNoSpace) {
 TEST(MemoryPlan, RejectsBadAlignment) {
   glia::Graph g("g");
   g.set_outputs({g.add_parameter({glia::f32, {1}})});
-  EXPECT_THAT(
-      [&] { glia::plan_memory(g, 0); },
-      testing::ThrowsMessage<glia::Error>(testing::HasSubstr("alignment must be positive")));
+  EXPECT_GLIA_ERROR(glia::plan_memory(g, 0), "alignment must be positive");
 }

@@ -1,50 +1,14 @@
 // dot_general in the op table (inference, reference kernel, errors) and the Expr
 // functions built on it: dot, dot_general and matmul.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <cstdint>
 
-#include "glia/core.hpp"
+#include "core/test_util.hpp"
 
+namespace glia {
 namespace {
 
-using namespace glia;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace glia::testing;
 
-Tensor run_op(Op op, const std::vector<Tensor>& inputs, Attrs attrs) {
-  Graph g("op");
-  std::vector<ValueId> ids;
-  for (const Tensor& t : inputs) ids.push_back(g.add_parameter(t.type()));
-  g.set_outputs({g.add(op, ids, std::move(attrs))});
-  verify(g);
-  return interpret(g, inputs)[0];
-}
-
-TensorType infer_op(Op op, const std::vector<TensorType>& types, Attrs attrs) {
-  Graph g("op");
-  std::vector<ValueId> ids;
-  for (const TensorType& t : types) ids.push_back(g.add_parameter(t));
-  return g.type(g.add(op, ids, std::move(attrs)));
-}
-
-Tensor run_expr(const std::function<Expr(const std::vector<Expr>&)>& fn,
-                const std::vector<Tensor>& inputs) {
-  std::vector<TensorType> types;
-  for (const Tensor& t : inputs) types.push_back(t.type());
-  Graph g = trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in)}; }, types);
-  return interpret(g, inputs)[0];
-}
-
-// Small distinct values, some negative: (7 i) mod 11 - 5.
-std::vector<float> pattern(std::int64_t n, int salt = 0) {
-  std::vector<float> v;
-  for (std::int64_t i = 0; i < n; ++i) v.push_back(static_cast<float>((7 * i + salt) % 11 - 5));
-  return v;
-}
-
-Tensor m23() { return Tensor::from<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3}); }
 Tensor m32() { return Tensor::from<float>({7, 8, 9, 10, 11, 12}, Shape{3, 2}); }
 
 // ---- dot_general ---------------------------------------------------------------------
@@ -117,49 +81,25 @@ TEST(DotGeneral, Dtypes) {
 
 TEST(DotGeneral, BadInputAtTheGraphLevel) {
   TensorType a{f32, {2, 3}}, b{f32, {4, 2}};
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::dot_general, {a, b}, DotAttrs{{1}, {0}, {}, {}});
-      },
-      ThrowsMessage<Error>(HasSubstr(
-          "dot_general of f32[2][3], f32[4][2]: contracting dimensions differ: lhs axis 1 "
-          "has size 3, rhs axis 0 has size 4")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::dot_general, {a, b}, DotAttrs{{1}, {}, {}, {}});
-      },
-      ThrowsMessage<Error>(HasSubstr("1 lhs contracting axes but 0 rhs contracting axes")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::dot_general, {a, a}, DotAttrs{{}, {}, {0}, {}});
-      },
-      ThrowsMessage<Error>(HasSubstr("1 lhs batch axes but 0 rhs batch axes")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::dot_general, {a, b}, DotAttrs{{0}, {1}, {0}, {1}});
-      },
-      ThrowsMessage<Error>(HasSubstr("(lhs batch + contracting): axis 0 appears twice")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::dot_general, {a, b}, DotAttrs{{2}, {0}, {}, {}});
-      },
-      ThrowsMessage<Error>(HasSubstr("axis 2 is out of range for rank 2")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::dot_general, {a, {f32, {3, 5}}}, DotAttrs{{1}, {0}, {0}, {1}});
-      },
-      ThrowsMessage<Error>(
-          HasSubstr("batch dimensions differ: lhs axis 0 has size 2, rhs axis 1 has size 5")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::dot_general, {a, {i32, {3, 2}}}, DotAttrs{{1}, {0}, {}, {}});
-      },
-      ThrowsMessage<Error>(HasSubstr("dot_general: operands must have one dtype")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::dot_general, {{boolean, {2}}, {boolean, {2}}}, DotAttrs{{0}, {0}, {}, {}});
-      },
-      ThrowsMessage<Error>(HasSubstr("dot_general: expected a numeric dtype")));
+  EXPECT_GLIA_ERROR(
+      infer_op(Op::dot_general, {a, b}, DotAttrs{{1}, {0}, {}, {}}),
+      "dot_general of f32[2][3], f32[4][2]: contracting dimensions differ: lhs axis 1 "
+      "has size 3, rhs axis 0 has size 4");
+  EXPECT_GLIA_ERROR(infer_op(Op::dot_general, {a, b}, DotAttrs{{1}, {}, {}, {}}),
+                    "1 lhs contracting axes but 0 rhs contracting axes");
+  EXPECT_GLIA_ERROR(infer_op(Op::dot_general, {a, a}, DotAttrs{{}, {}, {0}, {}}),
+                    "1 lhs batch axes but 0 rhs batch axes");
+  EXPECT_GLIA_ERROR(infer_op(Op::dot_general, {a, b}, DotAttrs{{0}, {1}, {0}, {1}}),
+                    "(lhs batch + contracting): axis 0 appears twice");
+  EXPECT_GLIA_ERROR(infer_op(Op::dot_general, {a, b}, DotAttrs{{2}, {0}, {}, {}}),
+                    "axis 2 is out of range for rank 2");
+  EXPECT_GLIA_ERROR(infer_op(Op::dot_general, {a, {f32, {3, 5}}}, DotAttrs{{1}, {0}, {0}, {1}}),
+                    "batch dimensions differ: lhs axis 0 has size 2, rhs axis 1 has size 5");
+  EXPECT_GLIA_ERROR(infer_op(Op::dot_general, {a, {i32, {3, 2}}}, DotAttrs{{1}, {0}, {}, {}}),
+                    "dot_general: operands must have one dtype");
+  EXPECT_GLIA_ERROR(
+      infer_op(Op::dot_general, {{boolean, {2}}, {boolean, {2}}}, DotAttrs{{0}, {0}, {}, {}}),
+      "dot_general: expected a numeric dtype");
 }
 
 // ---- The Expr API --------------------------------------------------------------------
@@ -180,9 +120,9 @@ TEST(LinalgExpr, DotFollowsNumpyDot) {
   Tensor scaled = run_expr([](auto& in) { return dot(in[0], in[1]); }, {Tensor::scalar(2), m23()});
   EXPECT_EQ(scaled.to_vector<float>(), (std::vector<float>{2, 4, 6, 8, 10, 12}));
   // N-d: the last axis of a with the second-to-last of b; a's free axes, then b's.
-  Graph g = trace([](auto& in) { return std::vector<Expr>{dot(in[0], in[1])}; },
-                  {{f32, {2, 3, 4}}, {f32, {5, 4, 6}}});
-  EXPECT_EQ(g.type(g.outputs()[0]), (TensorType{f32, {2, 3, 5, 6}}));
+  EXPECT_EQ(
+      infer_expr([](auto& in) { return dot(in[0], in[1]); }, {{f32, {2, 3, 4}}, {f32, {5, 4, 6}}}),
+      (TensorType{f32, {2, 3, 5, 6}}));
 }
 
 TEST(LinalgExpr, DotPromotesDtypes) {
@@ -234,35 +174,31 @@ TEST(LinalgExpr, MatmulVectorsAndBatchBroadcast) {
         }
   EXPECT_EQ(y.to_vector<float>(), want);
   // A batched left operand against a matrix.
-  Graph g = trace([](auto& in) { return std::vector<Expr>{matmul(in[0], in[1])}; },
-                  {{f32, {4, 5, 2, 3}}, {f32, {3, 7}}});
-  EXPECT_EQ(g.type(g.outputs()[0]), (TensorType{f32, {4, 5, 2, 7}}));
+  EXPECT_EQ(infer_expr([](auto& in) { return matmul(in[0], in[1]); },
+                       {{f32, {4, 5, 2, 3}}, {f32, {3, 7}}}),
+            (TensorType{f32, {4, 5, 2, 7}}));
 }
 
 TEST(LinalgExpr, BadInput) {
-  auto traced = [](std::vector<TensorType> types,
-                   const std::function<Expr(const std::vector<Expr>&)>& fn) {
-    return [=] {
-      trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in)}; }, types);
-    };
-  };
   TensorType a{f32, {2, 3}}, b{f32, {4, 5}};
-  EXPECT_THAT(traced({a, b}, [](auto& in) { return dot(in[0], in[1]); }),
-              ThrowsMessage<Error>(HasSubstr("dot: cannot contract f32[2][3] with f32[4][5]: axis "
-                                             "1 of the first has size 3, axis 0 of the second has "
-                                             "size 4")));
-  EXPECT_THAT(traced({a, b}, [](auto& in) { return dot_general(in[0], in[1], {-3}, {0}); }),
-              ThrowsMessage<Error>(HasSubstr("dot_general: axis -3 is out of range")));
-  EXPECT_THAT(traced({a, b}, [](auto& in) { return dot_general(in[0], in[1], {1}, {0}); }),
-              ThrowsMessage<Error>(HasSubstr("contracting dimensions differ")));
-  EXPECT_THAT(traced({a, b}, [](auto& in) { return matmul(in[0], in[1]); }),
-              ThrowsMessage<Error>(HasSubstr(
-                  "matmul: cannot multiply f32[2][3] by f32[4][5]: 3 columns against 4 rows")));
-  EXPECT_THAT(traced({{f32, {}}, a}, [](auto& in) { return matmul(in[0], in[1]); }),
-              ThrowsMessage<Error>(HasSubstr("matmul: operands must have rank >= 1")));
-  EXPECT_THAT(
-      traced({{f32, {2, 2, 3}}, {f32, {3, 3, 1}}}, [](auto& in) { return matmul(in[0], in[1]); }),
-      ThrowsMessage<Error>(HasSubstr("matmul: shapes [2] and [3] cannot be broadcast")));
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return dot(in[0], in[1]); }, {a, b}),
+                    "dot: cannot contract f32[2][3] with f32[4][5]: axis "
+                    "1 of the first has size 3, axis 0 of the second has "
+                    "size 4");
+  EXPECT_GLIA_ERROR(
+      trace_expr([](auto& in) { return dot_general(in[0], in[1], {-3}, {0}); }, {a, b}),
+      "dot_general: axis -3 is out of range");
+  EXPECT_GLIA_ERROR(
+      trace_expr([](auto& in) { return dot_general(in[0], in[1], {1}, {0}); }, {a, b}),
+      "contracting dimensions differ");
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return matmul(in[0], in[1]); }, {a, b}),
+                    "matmul: cannot multiply f32[2][3] by f32[4][5]: 3 columns against 4 rows");
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return matmul(in[0], in[1]); }, {{f32, {}}, a}),
+                    "matmul: operands must have rank >= 1");
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return matmul(in[0], in[1]); },
+                               {{f32, {2, 2, 3}}, {f32, {3, 3, 1}}}),
+                    "matmul: shapes [2] and [3] cannot be broadcast");
 }
 
 }  // namespace
+}  // namespace glia

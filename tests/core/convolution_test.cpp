@@ -1,48 +1,13 @@
 // convolution in the op table (XLA ConvGeneralDilated: strides, padding, dilations,
 // feature and batch groups; inference, reference kernel, errors) and Expr conv.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <cstdint>
 
-#include "glia/core.hpp"
+#include "core/test_util.hpp"
 
+namespace glia {
 namespace {
 
-using namespace glia;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-
-Tensor run_op(Op op, const std::vector<Tensor>& inputs, Attrs attrs) {
-  Graph g("op");
-  std::vector<ValueId> ids;
-  for (const Tensor& t : inputs) ids.push_back(g.add_parameter(t.type()));
-  g.set_outputs({g.add(op, ids, std::move(attrs))});
-  verify(g);
-  return interpret(g, inputs)[0];
-}
-
-TensorType infer_op(Op op, const std::vector<TensorType>& types, Attrs attrs) {
-  Graph g("op");
-  std::vector<ValueId> ids;
-  for (const TensorType& t : types) ids.push_back(g.add_parameter(t));
-  return g.type(g.add(op, ids, std::move(attrs)));
-}
-
-Tensor run_expr(const std::function<Expr(const std::vector<Expr>&)>& fn,
-                const std::vector<Tensor>& inputs) {
-  std::vector<TensorType> types;
-  for (const Tensor& t : inputs) types.push_back(t.type());
-  Graph g = trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in)}; }, types);
-  return interpret(g, inputs)[0];
-}
-
-// Small distinct values, some negative: (7 i) mod 11 - 5.
-std::vector<float> pattern(std::int64_t n, int salt = 0) {
-  std::vector<float> v;
-  for (std::int64_t i = 0; i < n; ++i) v.push_back(static_cast<float>((7 * i + salt) % 11 - 5));
-  return v;
-}
+using namespace glia::testing;
 
 // Strides and dilations 1, no padding, no groups.
 ConvAttrs conv_attrs(std::size_t spatial) {
@@ -194,68 +159,58 @@ TEST(Convolution, Dtypes) {
 
 TEST(Convolution, BadInputAtTheGraphLevel) {
   TensorType x{f32, {2, 4, 5, 5}}, w{f32, {6, 4, 3, 3}};
-  auto bad = [&](ConvAttrs a, TensorType in, TensorType k) {
-    return [=] { infer_op(Op::convolution, {in, k}, a); };
+  auto infer = [](const ConvAttrs& a, const TensorType& in, const TensorType& k) {
+    return infer_op(Op::convolution, {in, k}, a);
   };
   ConvAttrs ok = conv_attrs(2);
-  EXPECT_EQ(infer_op(Op::convolution, {x, w}, ok), (TensorType{f32, {2, 6, 3, 3}}));
-  EXPECT_THAT(bad(ok, {f32, {2, 4}}, {f32, {6, 4}}),
-              ThrowsMessage<Error>(HasSubstr("must have one rank of at least 3")));
-  EXPECT_THAT(bad(ok, x, {f32, {6, 4, 3}}),
-              ThrowsMessage<Error>(HasSubstr("must have one rank of at least 3")));
-  EXPECT_THAT(bad(ok, x, {f64, {6, 4, 3, 3}}),
-              ThrowsMessage<Error>(HasSubstr("operands must have one dtype")));
-  EXPECT_THAT(bad(ok, {boolean, {2, 4, 5, 5}}, {boolean, {6, 4, 3, 3}}),
-              ThrowsMessage<Error>(HasSubstr("expected a numeric dtype")));
+  EXPECT_EQ(infer(ok, x, w), (TensorType{f32, {2, 6, 3, 3}}));
+  EXPECT_GLIA_ERROR(infer(ok, {f32, {2, 4}}, {f32, {6, 4}}), "must have one rank of at least 3");
+  EXPECT_GLIA_ERROR(infer(ok, x, {f32, {6, 4, 3}}), "must have one rank of at least 3");
+  EXPECT_GLIA_ERROR(infer(ok, x, {f64, {6, 4, 3, 3}}), "operands must have one dtype");
+  EXPECT_GLIA_ERROR(infer(ok, {boolean, {2, 4, 5, 5}}, {boolean, {6, 4, 3, 3}}),
+                    "expected a numeric dtype");
   ConvAttrs a = ok;
   a.strides = {1};
-  EXPECT_THAT(bad(a, x, w),
-              ThrowsMessage<Error>(HasSubstr(
-                  "convolution of f32[2][4][5][5], f32[6][4][3][3]: strides has 1 entries, "
-                  "expected 2 (one per spatial axis)")));
+  EXPECT_GLIA_ERROR(infer(a, x, w),
+                    "convolution of f32[2][4][5][5], f32[6][4][3][3]: strides has 1 entries, "
+                    "expected 2 (one per spatial axis)");
   a = ok;
   a.padding_high = {0, 0, 0};
-  EXPECT_THAT(bad(a, x, w), ThrowsMessage<Error>(HasSubstr("padding_high has 3 entries")));
+  EXPECT_GLIA_ERROR(infer(a, x, w), "padding_high has 3 entries");
   a = ok;
   a.kernel_dilation = {};
-  EXPECT_THAT(bad(a, x, w), ThrowsMessage<Error>(HasSubstr("kernel_dilation has 0 entries")));
+  EXPECT_GLIA_ERROR(infer(a, x, w), "kernel_dilation has 0 entries");
   a = ok;
   a.strides = {1, 0};
-  EXPECT_THAT(bad(a, x, w), ThrowsMessage<Error>(HasSubstr("strides must be >= 1, got 0")));
+  EXPECT_GLIA_ERROR(infer(a, x, w), "strides must be >= 1, got 0");
   a = ok;
   a.input_dilation = {0, 1};
-  EXPECT_THAT(bad(a, x, w), ThrowsMessage<Error>(HasSubstr("input_dilation must be >= 1")));
+  EXPECT_GLIA_ERROR(infer(a, x, w), "input_dilation must be >= 1");
   a = ok;
   a.feature_groups = 3;
-  EXPECT_THAT(bad(a, x, {f32, {6, 1, 3, 3}}),
-              ThrowsMessage<Error>(
-                  HasSubstr("input channels (4) are not divisible by feature_groups (3)")));
+  EXPECT_GLIA_ERROR(infer(a, x, {f32, {6, 1, 3, 3}}),
+                    "input channels (4) are not divisible by feature_groups (3)");
   a.feature_groups = 4;
-  EXPECT_THAT(bad(a, x, {f32, {6, 1, 3, 3}}),
-              ThrowsMessage<Error>(
-                  HasSubstr("output channels (6) are not divisible by feature_groups (4)")));
+  EXPECT_GLIA_ERROR(infer(a, x, {f32, {6, 1, 3, 3}}),
+                    "output channels (6) are not divisible by feature_groups (4)");
   a.feature_groups = 2;
-  EXPECT_THAT(bad(a, x, w), ThrowsMessage<Error>(HasSubstr(
-                                "the kernel has 4 input channels, expected 2 (input channels 4 / "
-                                "feature_groups 2)")));
+  EXPECT_GLIA_ERROR(infer(a, x, w),
+                    "the kernel has 4 input channels, expected 2 (input channels 4 / "
+                    "feature_groups 2)");
   a.feature_groups = 0;
-  EXPECT_THAT(bad(a, x, w), ThrowsMessage<Error>(HasSubstr("must be >= 1, got 0 and 1")));
+  EXPECT_GLIA_ERROR(infer(a, x, w), "must be >= 1, got 0 and 1");
   a = ok;
   a.batch_groups = 4;
-  EXPECT_THAT(bad(a, x, w),
-              ThrowsMessage<Error>(HasSubstr("batch (2) is not divisible by batch_groups (4)")));
+  EXPECT_GLIA_ERROR(infer(a, x, w), "batch (2) is not divisible by batch_groups (4)");
   a.batch_groups = 2;
-  EXPECT_THAT(
-      bad(a, x, {f32, {5, 4, 3, 3}}),
-      ThrowsMessage<Error>(HasSubstr("output channels (5) are not divisible by batch_groups (2)")));
+  EXPECT_GLIA_ERROR(infer(a, x, {f32, {5, 4, 3, 3}}),
+                    "output channels (5) are not divisible by batch_groups (2)");
   a.feature_groups = 2;
-  EXPECT_THAT(bad(a, x, {f32, {6, 2, 3, 3}}),
-              ThrowsMessage<Error>(HasSubstr("cannot both exceed 1")));
+  EXPECT_GLIA_ERROR(infer(a, x, {f32, {6, 2, 3, 3}}), "cannot both exceed 1");
   a = ok;
   a.padding_low = {-3, 0};
   a.padding_high = {-3, 0};
-  EXPECT_THAT(bad(a, x, w), ThrowsMessage<Error>(
-                                HasSubstr("spatial axis 0 has negative size -1 after dilation")));
+  EXPECT_GLIA_ERROR(infer(a, x, w), "spatial axis 0 has negative size -1 after dilation");
 }
 
 // ---- The Expr API --------------------------------------------------------------------
@@ -279,29 +234,26 @@ TEST(ConvExpr, WithDefaultsAndOptions) {
 }
 
 TEST(ConvExpr, BadInput) {
-  auto traced = [](std::vector<TensorType> types,
-                   const std::function<Expr(const std::vector<Expr>&)>& fn) {
-    return [=] {
-      trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in)}; }, types);
-    };
-  };
-  EXPECT_THAT(
-      traced({{f32, {1, 1, 5}}, {f32, {1, 5}}}, [](auto& in) { return conv(in[0], in[1]); }),
-      ThrowsMessage<Error>(HasSubstr("conv: input [N, C, spatial...] and kernel")));
-  EXPECT_THAT(traced({{f32, {1, 1, 5}}, {f32, {1, 1, 3}}},
-                     [](auto& in) {
-                       ConvOptions o;
-                       o.strides = {1, 1};
-                       return conv(in[0], in[1], o);
-                     }),
-              ThrowsMessage<Error>(HasSubstr("strides has 2 entries, expected 1")));
-  EXPECT_THAT(traced({{f32, {1, 3, 5}}, {f32, {2, 3, 3}}},
-                     [](auto& in) {
-                       ConvOptions o;
-                       o.feature_groups = 3;
-                       return conv(in[0], in[1], o);
-                     }),
-              ThrowsMessage<Error>(HasSubstr("output channels (2) are not divisible")));
+  EXPECT_GLIA_ERROR(
+      trace_expr([](auto& in) { return conv(in[0], in[1]); }, {{f32, {1, 1, 5}}, {f32, {1, 5}}}),
+      "conv: input [N, C, spatial...] and kernel");
+  EXPECT_GLIA_ERROR(trace_expr(
+                        [](auto& in) {
+                          ConvOptions o;
+                          o.strides = {1, 1};
+                          return conv(in[0], in[1], o);
+                        },
+                        {{f32, {1, 1, 5}}, {f32, {1, 1, 3}}}),
+                    "strides has 2 entries, expected 1");
+  EXPECT_GLIA_ERROR(trace_expr(
+                        [](auto& in) {
+                          ConvOptions o;
+                          o.feature_groups = 3;
+                          return conv(in[0], in[1], o);
+                        },
+                        {{f32, {1, 3, 5}}, {f32, {2, 3, 3}}}),
+                    "output channels (2) are not divisible");
 }
 
 }  // namespace
+}  // namespace glia

@@ -8,20 +8,20 @@
 namespace glia {
 namespace {
 
-using testing::run1;
+using namespace glia::testing;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
+// fn applied to x, traced and run.
 Tensor unary(Expr (*fn)(const Expr&), const Tensor& x) {
-  return run1([&](const std::vector<Expr>& in) { return fn(in[0]); }, {x});
+  return run_expr([&](const std::vector<Expr>& in) { return fn(in[0]); }, {x});
 }
+// fn applied to a and b, traced and run.
 Tensor binary(Expr (*fn)(const Operand&, const Operand&), const Tensor& a, const Tensor& b) {
-  return run1([&](const std::vector<Expr>& in) { return fn(in[0], in[1]); }, {a, b});
+  return run_expr([&](const std::vector<Expr>& in) { return fn(in[0], in[1]); }, {a, b});
 }
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 
-void expect_near_all(const Tensor& t, const std::vector<double>& want, double tol) {
-  std::vector<double> got = values(t);
+// Each element is within tol * max(1, |want|) of want; NaN and infinities must match.
+void expect_near_all(const Tensor& t, const V& want, double tol) {
+  V got = values(t);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
     if (std::isnan(want[i]))
@@ -207,43 +207,44 @@ TEST(Binary, PromotionAndBroadcastingThroughExpr) {
 
 TEST(Binary, WeakScalarsTakeTheTensorsDType) {
   Tensor h = Tensor::from<double>({1, 2}).cast(f16);
-  Tensor y = run1([](const std::vector<Expr>& in) { return in[0] * 2.0 + 1.0; }, {h});
+  Tensor y = run_expr([](const std::vector<Expr>& in) { return in[0] * 2.0 + 1.0; }, {h});
   EXPECT_EQ(y.dtype(), f16);
   EXPECT_EQ(values(y), (std::vector<double>{3, 5}));
   Tensor i = Tensor::from<std::int32_t>({1, 2});
-  EXPECT_EQ(run1([](const std::vector<Expr>& in) { return add(in[0], 3); }, {i}).dtype(), i32);
-  Tensor f = run1([](const std::vector<Expr>& in) { return in[0] / 2.0; }, {i});
+  EXPECT_EQ(run_expr([](const std::vector<Expr>& in) { return add(in[0], 3); }, {i}).dtype(), i32);
+  Tensor f = run_expr([](const std::vector<Expr>& in) { return in[0] / 2.0; }, {i});
   EXPECT_EQ(f.dtype(), f32);
   EXPECT_EQ(values(f), (std::vector<double>{0.5, 1}));
-  Tensor r =
-      run1([](const std::vector<Expr>& in) { return 1.0 - in[0]; }, {Tensor::from<float>({0.25f})});
+  Tensor r = run_expr([](const std::vector<Expr>& in) { return 1.0 - in[0]; },
+                      {Tensor::from<float>({0.25f})});
   EXPECT_EQ(values(r), (std::vector<double>{0.75}));
 }
 
 TEST(Select, PicksAndBroadcasts) {
   Tensor p = Tensor::from<bool>({true, false, true});
   Tensor a = Tensor::from<float>({1, 2, 3});
-  Tensor y = run1([](const std::vector<Expr>& in) { return select(in[0], in[1], 0.0); }, {p, a});
+  Tensor y =
+      run_expr([](const std::vector<Expr>& in) { return select(in[0], in[1], 0.0); }, {p, a});
   EXPECT_EQ(values(y), (std::vector<double>{1, 0, 3}));
   Tensor i = Tensor::from<std::int32_t>({7, 8, 9});
   Tensor z =
-      run1([](const std::vector<Expr>& in) { return select(in[0], in[1], in[2]); }, {p, i, a});
+      run_expr([](const std::vector<Expr>& in) { return select(in[0], in[1], in[2]); }, {p, i, a});
   EXPECT_EQ(z.dtype(), f32);
   EXPECT_EQ(values(z), (std::vector<double>{7, 2, 9}));
   EXPECT_GLIA_ERROR(
-      run1([](const std::vector<Expr>& in) { return select(in[1], in[1], in[1]); }, {p, a}),
+      run_expr([](const std::vector<Expr>& in) { return select(in[1], in[1], in[1]); }, {p, a}),
       "select: the predicate must be bool, got f32[3]");
 }
 
 TEST(Cast, ConvertsAndRejectsNothing) {
   Tensor x = Tensor::from<float>({-1.7f, 0.0f, 2.9f});
   EXPECT_EQ(
-      run1([](const std::vector<Expr>& in) { return cast(in[0], i32); }, {x}).to_vector<int>(),
+      run_expr([](const std::vector<Expr>& in) { return cast(in[0], i32); }, {x}).to_vector<int>(),
       (std::vector<int>{-1, 0, 2}));
-  EXPECT_EQ(
-      run1([](const std::vector<Expr>& in) { return cast(in[0], boolean); }, {x}).to_vector<int>(),
-      (std::vector<int>{1, 0, 1}));
-  EXPECT_EQ(values(run1([](const std::vector<Expr>& in) { return cast(in[0], bf16); }, {x})),
+  EXPECT_EQ(run_expr([](const std::vector<Expr>& in) { return cast(in[0], boolean); }, {x})
+                .to_vector<int>(),
+            (std::vector<int>{1, 0, 1}));
+  EXPECT_EQ(values(run_expr([](const std::vector<Expr>& in) { return cast(in[0], bf16); }, {x})),
             (std::vector<double>{-1.703125, 0, 2.90625}));
 }
 

@@ -1,25 +1,27 @@
 // Tests of the counter-based random numbers: the Threefry-2x32 block function against
 // the Random123 known-answer vectors, random_bits' counter scheme, keys, and the
 // distributions of glia::random (loose statistical bounds, fixed keys: deterministic).
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <cmath>
 
-#include "glia/core.hpp"
+#include "core/test_util.hpp"
 #include "glia/core/threefry.hpp"
 
+namespace glia {
 namespace {
 
-using namespace glia;
-using testing::HasSubstr;
-using testing::ThrowsMessage;
+using namespace glia::testing;
 
-// Traces fn(key) for a u32[2] key parameter and runs it on `key`.
-Tensor draw(const std::function<Expr(const Expr&)>& fn, const Tensor& key) {
-  Graph g = trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in[0])}; },
-                  {{u32, {2}}});
-  return interpret(g, std::vector<Tensor>{key})[0];
+// A function of a traced key.
+using KeyFn = std::function<Expr(const Expr&)>;
+
+// Traces fn on a key parameter of type key_type (a valid key by default).
+Graph trace_key(const KeyFn& fn, const TensorType& key_type = {u32, {2}}) {
+  return trace_expr([&](const std::vector<Expr>& in) { return fn(in[0]); }, {key_type});
+}
+
+// Traces fn for a u32[2] key parameter and runs it on `key`.
+Tensor draw(const KeyFn& fn, const Tensor& key) {
+  return interpret(trace_key(fn), std::vector<Tensor>{key})[0];
 }
 
 struct Stats {
@@ -82,12 +84,9 @@ TEST(RandomBits, SameKeySameBitsDifferentKeysDiffer) {
   EXPECT_TRUE(equal(bits(42), bits(42)));
   EXPECT_FALSE(equal(bits(42), bits(43)));
   // Keys as constants of a trace draw the same stream as keys given as inputs.
-  Graph g = trace(
-      [](const std::vector<Expr>&) {
-        return std::vector<Expr>{random::bits(Expr(random::key(42)), {64})};
-      },
-      {});
-  EXPECT_TRUE(equal(interpret(g, std::vector<Tensor>{})[0], bits(42)));
+  Tensor constant_key =
+      run_expr([](auto&) { return random::bits(Expr(random::key(42)), {64}); }, {});
+  EXPECT_TRUE(equal(constant_key, bits(42)));
 }
 
 TEST(RandomSplit, KeysDifferFromEachOtherAndTheParent) {
@@ -197,45 +196,36 @@ TEST(RandomBernoulli, RateAndBroadcastP) {
 }
 
 TEST(RandomErrors, BadKeysAndArguments) {
-  auto with_key = [](const TensorType& key_type, const std::function<Expr(const Expr&)>& fn) {
-    return [=] {
-      trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in[0])}; }, {key_type});
-    };
-  };
   auto uniform = [](const Expr& k) { return random::uniform(k, {3}); };
-  EXPECT_THAT(with_key({u32, {3}}, uniform),
-              ThrowsMessage<Error>(HasSubstr("random::uniform: the key must be u32[2]")));
-  EXPECT_THAT(with_key({i32, {2}}, [](const Expr& k) { return random::bits(k, {3}); }),
-              ThrowsMessage<Error>(HasSubstr(
-                  "random::bits: the key must be u32[2] (see glia::random::key), got i32[2]")));
-  EXPECT_THAT(with_key({u32, {2}}, [](const Expr& k) { return random::split(k, 0); }),
-              ThrowsMessage<Error>(HasSubstr("parts must be >= 1")));
-  EXPECT_THAT(with_key({u32, {2}}, [](const Expr& k) { return random::uniform(k, {3}, 1, 1); }),
-              ThrowsMessage<Error>(HasSubstr("expected finite min < max")));
-  EXPECT_THAT(
-      with_key({u32, {2}}, [](const Expr& k) { return random::uniform(k, {3}, 0, 1, i32); }),
-      ThrowsMessage<Error>(HasSubstr("expected a floating-point dtype")));
-  EXPECT_THAT(with_key({u32, {2}},
-                       [](const Expr& k) { return random::uniform(k, {3}, 1.0001, 1.0002, f16); }),
-              ThrowsMessage<Error>(HasSubstr("no f16 value lies in")));
-  EXPECT_THAT(with_key({u32, {2}}, [](const Expr& k) { return random::normal(k, {3}, 0, -1); }),
-              ThrowsMessage<Error>(HasSubstr("stddev >= 0")));
-  EXPECT_THAT(with_key({u32, {2}}, [](const Expr& k) { return random::bernoulli(k, 1.5, {3}); }),
-              ThrowsMessage<Error>(HasSubstr("p must lie in [0, 1]")));
-  EXPECT_THAT(
-      with_key({u32, {2}},
-               [](const Expr& k) { return random::bernoulli(k, Expr(Tensor::zeros({4})), {3}); }),
-      ThrowsMessage<Error>(HasSubstr("cannot be broadcast")));
-  EXPECT_THAT(with_key({u32, {2}},
-                       [](const Expr& k) {
-                         return random::bernoulli(k, Expr(Tensor::zeros({2, 1})), {3});
-                       }),
-              ThrowsMessage<Error>(HasSubstr("does not broadcast to [3]")));
+  EXPECT_GLIA_ERROR(trace_key(uniform, {u32, {3}}), "random::uniform: the key must be u32[2]");
+  EXPECT_GLIA_ERROR(trace_key([](const Expr& k) { return random::bits(k, {3}); }, {i32, {2}}),
+                    "random::bits: the key must be u32[2] (see glia::random::key), got i32[2]");
+  EXPECT_GLIA_ERROR(trace_key([](const Expr& k) { return random::split(k, 0); }),
+                    "parts must be >= 1");
+  EXPECT_GLIA_ERROR(trace_key([](const Expr& k) { return random::uniform(k, {3}, 1, 1); }),
+                    "expected finite min < max");
+  EXPECT_GLIA_ERROR(trace_key([](const Expr& k) { return random::uniform(k, {3}, 0, 1, i32); }),
+                    "expected a floating-point dtype");
+  EXPECT_GLIA_ERROR(
+      trace_key([](const Expr& k) { return random::uniform(k, {3}, 1.0001, 1.0002, f16); }),
+      "no f16 value lies in");
+  EXPECT_GLIA_ERROR(trace_key([](const Expr& k) { return random::normal(k, {3}, 0, -1); }),
+                    "stddev >= 0");
+  EXPECT_GLIA_ERROR(trace_key([](const Expr& k) { return random::bernoulli(k, 1.5, {3}); }),
+                    "p must lie in [0, 1]");
+  EXPECT_GLIA_ERROR(
+      trace_key([](const Expr& k) { return random::bernoulli(k, Expr(Tensor::zeros({4})), {3}); }),
+      "cannot be broadcast");
+  EXPECT_GLIA_ERROR(trace_key([](const Expr& k) {
+                      return random::bernoulli(k, Expr(Tensor::zeros({2, 1})), {3});
+                    }),
+                    "does not broadcast to [3]");
   // The op itself checks its key too.
   Graph g("raw");
   ValueId k = g.add_parameter({f32, {2}});
-  EXPECT_THAT([&] { g.add(Op::random_bits, {k}, RandomBitsAttrs{Shape{3}}); },
-              ThrowsMessage<Error>(HasSubstr("random_bits: the key must be u32[2], got f32[2]")));
+  EXPECT_GLIA_ERROR(g.add(Op::random_bits, {k}, RandomBitsAttrs{Shape{3}}),
+                    "random_bits: the key must be u32[2], got f32[2]");
 }
 
 }  // namespace
+}  // namespace glia

@@ -1,51 +1,15 @@
 // Reductions: reduce_sum/prod/max/min and argmax/argmin in the op table (inference,
 // reference kernels, errors) and the Expr reductions and statistics built on them.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#include "glia/core.hpp"
+#include "core/test_util.hpp"
 
+namespace glia {
 namespace {
 
-using namespace glia;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Runs one op built with Graph::add on `inputs`.
-Tensor run_op(Op op, const std::vector<Tensor>& inputs, Attrs attrs) {
-  Graph g("op");
-  std::vector<ValueId> ids;
-  for (const Tensor& t : inputs) ids.push_back(g.add_parameter(t.type()));
-  g.set_outputs({g.add(op, ids, std::move(attrs))});
-  verify(g);
-  return interpret(g, inputs)[0];
-}
-
-// The type Graph::add infers for one op on inputs of these types.
-TensorType infer_op(Op op, const std::vector<TensorType>& types, Attrs attrs) {
-  Graph g("op");
-  std::vector<ValueId> ids;
-  for (const TensorType& t : types) ids.push_back(g.add_parameter(t));
-  return g.type(g.add(op, ids, std::move(attrs)));
-}
-
-// Traces fn on the inputs' types and runs it.
-Tensor run_expr(const std::function<Expr(const std::vector<Expr>&)>& fn,
-                const std::vector<Tensor>& inputs) {
-  std::vector<TensorType> types;
-  for (const Tensor& t : inputs) types.push_back(t.type());
-  Graph g = trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in)}; }, types);
-  return interpret(g, inputs)[0];
-}
-
-Tensor m23() { return Tensor::from<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3}); }
+using namespace glia::testing;
 
 // ---- The op table ---------------------------------------------------------------------
 
@@ -191,48 +155,23 @@ TEST(Reduction, Dtypes) {
 
 TEST(Reduction, BadInputAtTheGraphLevel) {
   TensorType x{f32, {2, 3}};
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::reduce_sum, {{boolean, {2}}}, ReduceAttrs{{0}, false});
-      },
-      ThrowsMessage<Error>(HasSubstr("reduce_sum: expected a numeric dtype")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::reduce_max, {x}, ReduceAttrs{{2}, false});
-      },
-      ThrowsMessage<Error>(HasSubstr("reduce_max of f32[2][3]: axis 2 is out of range")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::reduce_sum, {x}, ReduceAttrs{{-1}, false});
-      },
-      ThrowsMessage<Error>(HasSubstr("axis -1 is out of range")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::reduce_min, {x}, ReduceAttrs{{1, 0}, false});
-      },
-      ThrowsMessage<Error>(HasSubstr("axes must be sorted")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::reduce_prod, {x}, ReduceAttrs{{1, 1}, false});
-      },
-      ThrowsMessage<Error>(HasSubstr("axis 1 appears twice")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::argmax, {x}, ArgReduceAttrs{2, false});
-      },
-      ThrowsMessage<Error>(HasSubstr("argmax of f32[2][3]: axis 2 is out of range")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::argmin, {{f32, {2, 0}}}, ArgReduceAttrs{1, false});
-      },
-      ThrowsMessage<Error>(HasSubstr("axis 1 has size 0, which has no minimum")));
-  EXPECT_THAT(
-      [&] {
-        infer_op(Op::argmax, {{boolean, {2}}}, ArgReduceAttrs{0, false});
-      },
-      ThrowsMessage<Error>(HasSubstr("argmax: expected a numeric dtype")));
-  EXPECT_THAT([&] { infer_op(Op::reduce_sum, {x}, AxesAttrs{{0}}); },
-              ThrowsMessage<Error>(HasSubstr("expects reduce attributes")));
+  EXPECT_GLIA_ERROR(infer_op(Op::reduce_sum, {{boolean, {2}}}, ReduceAttrs{{0}, false}),
+                    "reduce_sum: expected a numeric dtype");
+  EXPECT_GLIA_ERROR(infer_op(Op::reduce_max, {x}, ReduceAttrs{{2}, false}),
+                    "reduce_max of f32[2][3]: axis 2 is out of range");
+  EXPECT_GLIA_ERROR(infer_op(Op::reduce_sum, {x}, ReduceAttrs{{-1}, false}),
+                    "axis -1 is out of range");
+  EXPECT_GLIA_ERROR(infer_op(Op::reduce_min, {x}, ReduceAttrs{{1, 0}, false}),
+                    "axes must be sorted");
+  EXPECT_GLIA_ERROR(infer_op(Op::reduce_prod, {x}, ReduceAttrs{{1, 1}, false}),
+                    "axis 1 appears twice");
+  EXPECT_GLIA_ERROR(infer_op(Op::argmax, {x}, ArgReduceAttrs{2, false}),
+                    "argmax of f32[2][3]: axis 2 is out of range");
+  EXPECT_GLIA_ERROR(infer_op(Op::argmin, {{f32, {2, 0}}}, ArgReduceAttrs{1, false}),
+                    "axis 1 has size 0, which has no minimum");
+  EXPECT_GLIA_ERROR(infer_op(Op::argmax, {{boolean, {2}}}, ArgReduceAttrs{0, false}),
+                    "argmax: expected a numeric dtype");
+  EXPECT_GLIA_ERROR(infer_op(Op::reduce_sum, {x}, AxesAttrs{{0}}), "expects reduce attributes");
 }
 
 // ---- The Expr API --------------------------------------------------------------------
@@ -333,30 +272,25 @@ TEST(ReductionExpr, LogsumexpIsStableAndHandlesInfinities) {
 }
 
 TEST(ReductionExpr, BadInput) {
-  auto traced = [](const TensorType& t, const std::function<Expr(const Expr&)>& fn) {
-    return [=] {
-      trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in[0])}; }, {t});
-    };
-  };
   TensorType x{f32, {2, 3}};
-  EXPECT_THAT(
-      traced(x,
-             [](const Expr& e) {
-               return sum(e, {1, -1});
-             }),
-      ThrowsMessage<Error>(HasSubstr("sum: axis 1 appears twice in the axes of f32[2][3]")));
-  EXPECT_THAT(traced(x, [](const Expr& e) { return mean(e, {2}); }),
-              ThrowsMessage<Error>(HasSubstr("mean: axis 2 is out of range for shape [2][3]")));
-  EXPECT_THAT(traced(x, [](const Expr& e) { return reduce_max(e, {-3}); }),
-              ThrowsMessage<Error>(HasSubstr("reduce_max: axis -3 is out of range")));
-  EXPECT_THAT(traced(x, [](const Expr& e) { return argmax(e, 5); }),
-              ThrowsMessage<Error>(HasSubstr("argmax: axis 5 is out of range")));
-  EXPECT_THAT(traced({f32, {}}, [](const Expr& e) { return argmin(e, 0); }),
-              ThrowsMessage<Error>(HasSubstr("argmin: a scalar has no axis 0")));
-  EXPECT_THAT(traced({f32, {0, 2}}, [](const Expr& e) { return argmax(e, 0); }),
-              ThrowsMessage<Error>(HasSubstr("axis 0 has size 0, which has no maximum")));
-  EXPECT_THAT([] { sum(Expr()); },
-              ThrowsMessage<Error>(HasSubstr("sum: the operand is an undefined Expr")));
+  EXPECT_GLIA_ERROR(trace_expr(
+                        [](auto& in) {
+                          return sum(in[0], {1, -1});
+                        },
+                        {x}),
+                    "sum: axis 1 appears twice in the axes of f32[2][3]");
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return mean(in[0], {2}); }, {x}),
+                    "mean: axis 2 is out of range for shape [2][3]");
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return reduce_max(in[0], {-3}); }, {x}),
+                    "reduce_max: axis -3 is out of range");
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return argmax(in[0], 5); }, {x}),
+                    "argmax: axis 5 is out of range");
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return argmin(in[0], 0); }, {{f32, {}}}),
+                    "argmin: a scalar has no axis 0");
+  EXPECT_GLIA_ERROR(trace_expr([](auto& in) { return argmax(in[0], 0); }, {{f32, {0, 2}}}),
+                    "axis 0 has size 0, which has no maximum");
+  EXPECT_GLIA_ERROR(sum(Expr()), "sum: the operand is an undefined Expr");
 }
 
 }  // namespace
+}  // namespace glia

@@ -1,19 +1,12 @@
 // Trees: structure strings, flattening order, rebuilding with another leaf kind,
 // signature text and leaf paths.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include "glia/core/tree.hpp"
-#include "glia/core/expr.hpp"
+#include "core/test_util.hpp"
 
 namespace {
 
 using glia::Tensor;
 using glia::TensorType;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-
-Tensor vec(std::vector<float> v) { return Tensor::from<float>(v); }
+using glia::testing::f32s;
 
 }  // namespace
 
@@ -34,7 +27,7 @@ TEST(Tree, TypeMapping) {
 }
 
 TEST(Tree, StructureStrings) {
-  Tensor t = vec({1});
+  Tensor t = f32s({1});
   EXPECT_EQ(glia::tree_structure(t), "T");
   EXPECT_EQ(glia::tree_structure(std::vector<Tensor>{t, t}), "[T,T]");
   EXPECT_EQ(glia::tree_structure(std::vector<Tensor>{}), "[]");
@@ -47,7 +40,7 @@ TEST(Tree, StructureStrings) {
 
 TEST(Tree, FlattenInOrderAndRebuild) {
   using Tree = std::map<std::string, std::vector<Tensor>>;
-  Tree tree{{"b", {vec({3}), vec({4, 5})}}, {"a", {vec({1})}}};
+  Tree tree{{"b", {f32s({3}), f32s({4, 5})}}, {"a", {f32s({1})}}};
   auto leaves = glia::tree_leaves<Tensor>(tree);
   ASSERT_EQ(leaves.size(), 3u);
   EXPECT_EQ(leaves[0].to_vector<float>(), std::vector<float>{1});  // "a" before "b"
@@ -66,7 +59,7 @@ TEST(Tree, FlattenInOrderAndRebuild) {
 TEST(Tree, TupleRebuildKeepsOrder) {
   std::tuple<TensorType, std::vector<TensorType>, TensorType> like{
       {glia::f32, {1}}, {{glia::f32, {2}}, {glia::f32, {3}}}, {glia::f32, {4}}};
-  std::vector<Tensor> leaves{vec({1}), vec({2, 2}), vec({3, 3, 3}), vec({4, 4, 4, 4})};
+  std::vector<Tensor> leaves{f32s({1}), f32s({2, 2}), f32s({3, 3, 3}), f32s({4, 4, 4, 4})};
   auto t = glia::tree_unflatten<Tensor>(like, std::span<const Tensor>(leaves));
   EXPECT_EQ(std::get<0>(t).numel(), 1);
   EXPECT_EQ(std::get<1>(t)[0].numel(), 2);
@@ -76,9 +69,9 @@ TEST(Tree, TupleRebuildKeepsOrder) {
 
 TEST(Tree, UnflattenChecksTheLeafCount) {
   std::vector<TensorType> like{{glia::f32, {1}}, {glia::f32, {1}}};
-  std::vector<Tensor> three{vec({1}), vec({2}), vec({3})};
-  EXPECT_THAT([&] { glia::tree_unflatten<Tensor>(like, std::span<const Tensor>(three)); },
-              ThrowsMessage<glia::Error>(HasSubstr("[T,T] has 2 leaves, got 3")));
+  std::vector<Tensor> three{f32s({1}), f32s({2}), f32s({3})};
+  EXPECT_GLIA_ERROR(glia::tree_unflatten<Tensor>(like, std::span<const Tensor>(three)),
+                    "[T,T] has 2 leaves, got 3");
 }
 
 TEST(Tree, TextAndPaths) {
@@ -91,10 +84,7 @@ TEST(Tree, TextAndPaths) {
   // A key may contain T, quotes and separators without confusing the reader.
   std::vector<std::string> one{"f32"};
   EXPECT_EQ(glia::tree_text(R"({"T,\":":T})", one), R"({"T,\":": f32})");
-  EXPECT_THAT([&] { glia::tree_text("[T,T]", one); },
-              ThrowsMessage<glia::Error>(HasSubstr("more than 1 leaves")));
-  EXPECT_THAT([] { glia::tree_leaf_paths("[T,"); },
-              ThrowsMessage<glia::Error>(HasSubstr("ends early")));
-  EXPECT_THAT([] { glia::tree_leaf_paths("[T]]"); },
-              ThrowsMessage<glia::Error>(HasSubstr("trailing text")));
+  EXPECT_GLIA_ERROR(glia::tree_text("[T,T]", one), "more than 1 leaves");
+  EXPECT_GLIA_ERROR(glia::tree_leaf_paths("[T,"), "ends early");
+  EXPECT_GLIA_ERROR(glia::tree_leaf_paths("[T]]"), "trailing text");
 }
