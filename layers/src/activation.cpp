@@ -17,9 +17,10 @@ Expr softmax(const Expr& x, std::int64_t axis) { return glia::softmax(x, axis); 
 
 const std::vector<std::string>& names() {
   static const std::vector<std::string> kNames = {
-      "celu",    "elu",      "exp",    "gelu",   "hard_sigmoid", "hard_silu", "hard_tanh",
-      "leaky_relu", "linear", "log_sumexp", "log_sigmoid", "log_softmax", "mish", "relu",
-      "relu6",   "sigmoid",  "silu",   "selu",   "softmax",      "softplus",  "softsign", "tanh"};
+      "celu",      "elu",        "exp",      "gelu",       "hard_sigmoid", "hard_silu",
+      "hard_tanh", "leaky_relu", "linear",   "log_sumexp", "log_sigmoid",  "log_softmax",
+      "mish",      "relu",       "relu6",    "sigmoid",    "silu",         "selu",
+      "softmax",   "softplus",   "softsign", "tanh"};
   return kNames;
 }
 

@@ -27,7 +27,8 @@ bool matches_declared(const LayerNode& n, const TensorType& t) {
   if (t.dtype != n.input_dtype || t.shape.rank() != static_cast<int>(n.input_shape.size()))
     return false;
   for (int i = 0; i < t.shape.rank(); ++i)
-    if (n.input_shape[static_cast<std::size_t>(i)] >= 0 && n.input_shape[static_cast<std::size_t>(i)] != t.shape[i])
+    if (n.input_shape[static_cast<std::size_t>(i)] >= 0 &&
+        n.input_shape[static_cast<std::size_t>(i)] != t.shape[i])
       return false;
   return true;
 }
@@ -38,7 +39,8 @@ bool matches_declared(const LayerNode& n, const TensorType& t) {
 // drawing them from initializers (init).
 class ModelTracer {
  public:
-  ModelTracer(const Model& model, Mode mode, Expr key) : layers_(resolve_layers(model)), mode_(mode), key_(std::move(key)) {}
+  ModelTracer(const Model& model, Mode mode, Expr key)
+      : layers_(resolve_layers(model)), mode_(mode), key_(std::move(key)) {}
 
   Applied run(const ExprParamMap* params, const ExprParamMap* state,
               const std::map<std::string, Expr>& inputs, InitialValues* init) {
@@ -176,7 +178,8 @@ InitialValues initial_values(const Model& model, const InputTypes& inputs, const
 
 namespace {
 using InitCall = std::function<std::tuple<ParamMap, ParamMap>(const Tensor& key)>;
-using PredictCall = std::function<Tensor(const ParamMap&, const ParamMap&, const std::map<std::string, Tensor>&)>;
+using PredictCall =
+    std::function<Tensor(const ParamMap&, const ParamMap&, const std::map<std::string, Tensor>&)>;
 using TrainCall = std::function<std::tuple<Tensor, ParamMap>(
     const ParamMap&, const ParamMap&, const std::map<std::string, Tensor>&, const Tensor&)>;
 
@@ -236,7 +239,8 @@ std::map<std::string, Tensor> single(const PredictFn::Impl& impl, const Tensor& 
 Tensor PredictFn::operator()(const ModelState& s, const Tensor& input) const {
   return (*this)(s, single(*impl_, input));
 }
-Tensor PredictFn::operator()(const ModelState& s, const std::map<std::string, Tensor>& inputs) const {
+Tensor PredictFn::operator()(const ModelState& s,
+                             const std::map<std::string, Tensor>& inputs) const {
   return impl_->inference(s.params, s.state, inputs);
 }
 TrainResult PredictFn::train(const ModelState& s, const Tensor& input, const Tensor& key) const {

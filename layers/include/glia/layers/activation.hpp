@@ -15,7 +15,8 @@ Expr celu(const Expr& x, double alpha = 1.0);
 Expr elu(const Expr& x, double alpha = 1.0);
 Expr exp(const Expr& x);
 Expr gelu(const Expr& x, bool approximate = false);  // exact uses erf
-Expr hard_sigmoid(const Expr& x, double alpha = 1.0 / 6.0, double beta = 0.5);  // relu6(x+3)/6 at defaults
+Expr hard_sigmoid(const Expr& x, double alpha = 1.0 / 6.0,
+                  double beta = 0.5);  // relu6(x+3)/6 at defaults
 Expr hard_silu(const Expr& x);
 Expr hard_tanh(const Expr& x);
 Expr leaky_relu(const Expr& x, double alpha = 0.01);
@@ -43,6 +44,7 @@ struct ActivationOptions {
   std::string name;  // the layer's name
 };
 // A layer applying the named activation (type: the activation's name).
-Model activation(const Model& x, const std::string& activation, const ActivationOptions& options = {});
+Model activation(const Model& x, const std::string& activation,
+                 const ActivationOptions& options = {});
 
 }  // namespace glia

@@ -11,7 +11,8 @@ namespace glia {
 struct CombineOptions {
   std::string name;
 };
-Model concatenate(const std::vector<Model>& xs, std::int64_t axis = -1, const CombineOptions& options = {});
+Model concatenate(const std::vector<Model>& xs, std::int64_t axis = -1,
+                  const CombineOptions& options = {});
 Model add(const std::vector<Model>& xs, const CombineOptions& options = {});  // broadcasting
 Model subtract(const Model& a, const Model& b, const CombineOptions& options = {});
 Model multiply(const std::vector<Model>& xs, const CombineOptions& options = {});

@@ -13,9 +13,10 @@ namespace glia {
 // "valid", "same" (output spatial size ceil(input / stride)), or explicit (low, high)
 // pairs per spatial axis.
 struct Padding {
-  Padding(const char* mode) : mode(mode) {}  // NOLINT
+  Padding(const char* mode) : mode(mode) {}             // NOLINT
   Padding(std::string mode) : mode(std::move(mode)) {}  // NOLINT
-  Padding(std::vector<std::pair<std::int64_t, std::int64_t>> pairs) : pairs(std::move(pairs)) {}  // NOLINT
+  Padding(std::vector<std::pair<std::int64_t, std::int64_t>> pairs)
+      : pairs(std::move(pairs)) {}  // NOLINT
   std::string mode = "valid";
   std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
 };

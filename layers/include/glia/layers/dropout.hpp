@@ -12,7 +12,8 @@ struct DropoutOptions {
 };
 // Zeroes elements with probability `rate`, scales the rest by 1 / (1 - rate).
 Model dropout(const Model& x, const DropoutOptions& options = {});
-// Keeps SELU's mean and variance (Klambauer et al.): dropped values become -alpha*lambda, then affine-corrected.
+// Keeps SELU's mean and variance (Klambauer et al.): dropped values become -alpha*lambda, then
+// affine-corrected.
 Model alpha_dropout(const Model& x, const DropoutOptions& options = {});
 // alpha_dropout dropping whole channels (channels-last: one draw per [N, C]).
 Model feature_alpha_dropout(const Model& x, const DropoutOptions& options = {});

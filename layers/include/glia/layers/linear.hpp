@@ -17,7 +17,8 @@ struct DenseOptions {
 Model dense(const Model& x, std::int64_t units, const DenseOptions& options = {});
 
 // y[..., k] = sum_ij a[..., i] kernel[k, i, j] b[..., j] + bias[k]; kernel [units, in1, in2].
-Model bilinear(const Model& a, const Model& b, std::int64_t units, const DenseOptions& options = {});
+Model bilinear(const Model& a, const Model& b, std::int64_t units,
+               const DenseOptions& options = {});
 
 struct EmbeddingOptions {
   Initializer kernel_initializer = initializers::uniform();

@@ -33,7 +33,8 @@ struct ParamSpec {
   std::function<Shape(const InputShapes& inputs)> shape;
   Initializer initializer;
   DType dtype = DType::f32;
-  bool is_state = false;  // model state (e.g. running statistics), updated in train mode, not trained
+  bool is_state =
+      false;  // model state (e.g. running statistics), updated in train mode, not trained
 };
 
 class LayerContext;
@@ -47,9 +48,9 @@ struct LayerNode {
   std::string name;  // empty: named `<type>_<k>` when the model is built
   std::vector<NodePtr> inputs;
   std::vector<ParamSpec> params;
-  ForwardFn forward;     // null for input layers
+  ForwardFn forward;        // null for input layers
   bool stochastic = false;  // draws random numbers in train mode (dropout)
-  std::string options;   // "units=128, activation=relu", for display
+  std::string options;      // "units=128, activation=relu", for display
   // Which parameters are frozen, asked with the layer's built name; null: none.
   std::function<bool(const std::string& layer, const std::string& param)> frozen;
   // Input layers only: the declared shape (-1 for a dimension given at run time) and dtype.
@@ -114,9 +115,10 @@ Model layer(const std::string& type, std::vector<Model> inputs, ForwardFn forwar
 
 // A copy of the model whose parameters matching `frozen(layer, param)` are frozen:
 // the training step leaves them unchanged (their gradient is stopped).
-Model freeze(const Model& model,
-             std::function<bool(const std::string& layer, const std::string& param)> frozen =
-                 [](const std::string&, const std::string&) { return true; });
+Model freeze(
+    const Model& model,
+    std::function<bool(const std::string& layer, const std::string& param)> frozen =
+        [](const std::string&, const std::string&) { return true; });
 
 // A layer of a model in topological order, with the name it has when built.
 struct ResolvedLayer {

@@ -7,9 +7,9 @@
 namespace glia {
 
 struct NormOptions {
-  std::int64_t axis = -1;   // the feature (channel) axis
+  std::int64_t axis = -1;  // the feature (channel) axis
   double epsilon = 1e-5;
-  double momentum = 0.1;    // running = (1 - momentum) * running + momentum * batch (PyTorch)
+  double momentum = 0.1;        // running = (1 - momentum) * running + momentum * batch (PyTorch)
   std::int64_t num_groups = 1;  // group_norm
   Initializer gamma_initializer = initializers::ones();
   Initializer beta_initializer = initializers::zeros();

@@ -13,7 +13,8 @@ struct ShapeOptions {
   std::string name;
 };
 Model flatten(const Model& x, const ShapeOptions& options = {});  // [N, ...] -> [N, prod(...)]
-Model reshape(const Model& x, std::vector<std::int64_t> shape, const ShapeOptions& options = {});  // one -1 allowed
+Model reshape(const Model& x, std::vector<std::int64_t> shape,
+              const ShapeOptions& options = {});  // one -1 allowed
 Model transpose(const Model& x, std::vector<std::int64_t> perm, const ShapeOptions& options = {});
 // (low, high) per non-batch axis, constant value.
 Model pad(const Model& x, std::vector<std::pair<std::int64_t, std::int64_t>> padding,
