@@ -4,5 +4,6 @@
 
 #include "glia/layers/activation.hpp"
 #include "glia/layers/build.hpp"
+#include "glia/layers/initializers.hpp"
 #include "glia/layers/linear.hpp"
 #include "glia/layers/model.hpp"
