@@ -4,6 +4,13 @@
 
 #include "glia/layers/activation.hpp"
 #include "glia/layers/build.hpp"
+#include "glia/layers/combine.hpp"
+#include "glia/layers/convolution.hpp"
+#include "glia/layers/display.hpp"
+#include "glia/layers/dropout.hpp"
 #include "glia/layers/initializers.hpp"
 #include "glia/layers/linear.hpp"
 #include "glia/layers/model.hpp"
+#include "glia/layers/normalization.hpp"
+#include "glia/layers/pooling.hpp"
+#include "glia/layers/shaping.hpp"

@@ -26,18 +26,18 @@ enum class Channels { last, first };
 // Empty vectors mean: kernel size 1, strides 1, dilations 1 (one value broadcasts to
 // every spatial axis).
 struct ConvLayerOptions {
-  std::vector<std::int64_t> kernel_size;
-  std::vector<std::int64_t> strides;
+  std::vector<std::int64_t> kernel_size{};
+  std::vector<std::int64_t> strides{};
   Padding padding = "valid";
-  std::vector<std::int64_t> input_dilation;
-  std::vector<std::int64_t> kernel_dilation;
+  std::vector<std::int64_t> input_dilation{};
+  std::vector<std::int64_t> kernel_dilation{};
   std::int64_t feature_groups = 1;
   Channels channels = Channels::last;
   std::string activation = "linear";
   bool use_bias = true;
   Initializer kernel_initializer = initializers::glorot_uniform();
   Initializer bias_initializer = initializers::zeros();
-  std::string name;
+  std::string name{};
 };
 
 Model conv(const Model& x, std::int64_t filters, const ConvLayerOptions& options = {});

@@ -7,23 +7,24 @@
 namespace glia {
 
 struct PoolOptions {
-  std::vector<std::int64_t> kernel_size;  // one value broadcasts to every spatial axis
-  std::vector<std::int64_t> strides;      // empty: equal to the kernel size
+  std::vector<std::int64_t> kernel_size{};  // one value broadcasts to every spatial axis
+  std::vector<std::int64_t> strides{};      // empty: equal to the kernel size
   Padding padding = "valid";
-  std::vector<std::int64_t> window_dilation;
+  std::vector<std::int64_t> window_dilation{};
   Channels channels = Channels::last;
   double norm = 2;  // lp_pool's p
-  std::string name;
+  std::string name{};
 };
 Model max_pool(const Model& x, const PoolOptions& options = {});
-Model avg_pool(const Model& x, const PoolOptions& options = {});  // padding not counted
-Model lp_pool(const Model& x, const PoolOptions& options = {});   // (sum x^p)^(1/p)
+// The window sum / the window's size: padding counts (PyTorch's count_include_pad=True).
+Model avg_pool(const Model& x, const PoolOptions& options = {});
+Model lp_pool(const Model& x, const PoolOptions& options = {});  // (sum x^p)^(1/p), no abs
 
 struct AdaptivePoolOptions {
-  std::vector<std::int64_t> output_size;  // per spatial axis (one value broadcasts)
+  std::vector<std::int64_t> output_size{};  // per spatial axis (one value broadcasts)
   Channels channels = Channels::last;
   double norm = 2;
-  std::string name;
+  std::string name{};
 };
 // Pools to a fixed output size with PyTorch's bins: start floor(i*in/out), end ceil((i+1)*in/out).
 Model adaptive_avg_pool(const Model& x, const AdaptivePoolOptions& options);
@@ -34,7 +35,7 @@ struct GlobalPoolOptions {
   bool keep_axes = false;
   Channels channels = Channels::last;
   double norm = 2;
-  std::string name;
+  std::string name{};
 };
 Model global_avg_pool(const Model& x, const GlobalPoolOptions& options = {});
 Model global_max_pool(const Model& x, const GlobalPoolOptions& options = {});
