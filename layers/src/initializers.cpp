@@ -9,6 +9,10 @@ Initializer zeros() {
   return {"zeros", [](const Expr&, const TensorType& t) { return glia::zeros(t.shape, t.dtype); }};
 }
 
+Initializer ones() {
+  return {"ones", [](const Expr&, const TensorType& t) { return glia::ones(t.shape, t.dtype); }};
+}
+
 Initializer glorot_uniform(double scale) {
   return {
       "glorot_uniform", [scale](const Expr& key, const TensorType& t) {

@@ -4,5 +4,7 @@
 
 #include "glia/layers/activation.hpp"
 #include "glia/layers/build.hpp"
+#include "glia/layers/dropout.hpp"
 #include "glia/layers/linear.hpp"
 #include "glia/layers/model.hpp"
+#include "glia/layers/normalization.hpp"
