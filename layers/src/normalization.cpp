@@ -95,10 +95,8 @@ Expr running_norm(LayerContext& c, const NormOptions& o, const std::string& type
       unbiased = glia::mean(unbiased, {0}, true);
     }
     double m = o.momentum;
-    c.update_state("running_mean",
-                   cast((1.0 - m) * rm + m * reshape(mean, {ch}), rm.dtype()));
-    c.update_state("running_var",
-                   cast((1.0 - m) * rv + m * reshape(unbiased, {ch}), rv.dtype()));
+    c.update_state("running_mean", cast((1.0 - m) * rm + m * reshape(mean, {ch}), rm.dtype()));
+    c.update_state("running_var", cast((1.0 - m) * rv + m * reshape(unbiased, {ch}), rv.dtype()));
   } else {
     y = normalize(x, along(rm, x, a), along(rv, x, a), o.epsilon);
   }
