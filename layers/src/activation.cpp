@@ -1,7 +1,12 @@
-// The activation functions (Expr compositions) and the activation layer.
+// The activation functions (Expr compositions) and the activation layer. Each one is
+// written so that no intermediate overflows for large |x| (finite at +-1e4 in f32, exp
+// aside), and so that its gradient is finite there too (the branch not taken never sees
+// a huge argument).
 #include "glia/layers/activation.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 
 #include "layer_util.hpp"
 
@@ -9,11 +14,93 @@ namespace glia {
 
 namespace activations {
 
+namespace {
+// Integer inputs of float-only activations are cast to f32, as Nx does.
+Expr floating(const Expr& x) { return is_float(x.dtype()) ? x : cast(x, DType::f32); }
+}  // namespace
+
+// max(x, 0) + alpha * expm1(min(x, 0) / alpha): expm1 only ever sees x <= 0.
+Expr celu(const Expr& x, double alpha) {
+  check(alpha != 0, "celu: alpha must not be 0");
+  Expr f = floating(x);
+  return max(f, 0.0) + alpha * expm1(min(f, 0.0) / alpha);
+}
+
+Expr elu(const Expr& x, double alpha) {
+  Expr f = floating(x);
+  return select(greater(f, 0.0), f, alpha * expm1(min(f, 0.0)));
+}
+
+Expr exp(const Expr& x) { return glia::exp(floating(x)); }
+
+Expr gelu(const Expr& x, bool approximate) {
+  Expr f = floating(x);
+  if (!approximate) return 0.5 * f * (1.0 + erf(f * (1.0 / std::numbers::sqrt2)));
+  const double c = std::sqrt(2.0 / std::numbers::pi);
+  return 0.5 * f * (1.0 + glia::tanh(c * (f + 0.044715 * f * f * f)));
+}
+
+Expr hard_sigmoid(const Expr& x, double alpha, double beta) {
+  return clip(alpha * floating(x) + beta, 0.0, 1.0);
+}
+
+Expr hard_silu(const Expr& x) {
+  Expr f = floating(x);
+  return f * hard_sigmoid(f);
+}
+
+Expr hard_tanh(const Expr& x) { return clip(x, -1, 1); }
+
+Expr leaky_relu(const Expr& x, double alpha) {
+  Expr f = floating(x);
+  return select(greater(f, 0.0), f, alpha * f);
+}
+
 Expr linear(const Expr& x) { return x; }
+
+Expr log_sumexp(const Expr& x, std::int64_t axis) { return logsumexp(x, {axis}, true); }
+
+Expr log_sigmoid(const Expr& x) { return -softplus(-floating(x)); }
+
+Expr log_softmax(const Expr& x, std::int64_t axis) { return glia::log_softmax(x, axis); }
+
+Expr mish(const Expr& x) {
+  Expr f = floating(x);
+  return f * glia::tanh(softplus(f));
+}
+
 Expr relu(const Expr& x) { return glia::relu(x); }
-Expr sigmoid(const Expr& x) { return glia::sigmoid(x); }
-Expr tanh(const Expr& x) { return glia::tanh(x); }
+
+Expr relu6(const Expr& x) { return clip(x, 0, 6); }
+
+Expr sigmoid(const Expr& x) { return glia::sigmoid(floating(x)); }
+
+Expr silu(const Expr& x) {
+  Expr f = floating(x);
+  return f * glia::sigmoid(f);
+}
+
+Expr selu(const Expr& x) {
+  constexpr double kAlpha = 1.6732632423543772;
+  constexpr double kScale = 1.0507009873554805;
+  Expr f = floating(x);
+  return kScale * select(greater(f, 0.0), f, kAlpha * expm1(min(f, 0.0)));
+}
+
 Expr softmax(const Expr& x, std::int64_t axis) { return glia::softmax(x, axis); }
+
+// log(1 + e^x) = max(x, 0) + log1p(e^-|x|): the exponent is never positive.
+Expr softplus(const Expr& x) {
+  Expr f = floating(x);
+  return max(f, 0.0) + log1p(glia::exp(-abs(f)));
+}
+
+Expr softsign(const Expr& x) {
+  Expr f = floating(x);
+  return f / (1.0 + abs(f));
+}
+
+Expr tanh(const Expr& x) { return glia::tanh(floating(x)); }
 
 const std::vector<std::string>& names() {
   static const std::vector<std::string> kNames = {
@@ -25,11 +112,33 @@ const std::vector<std::string>& names() {
 }
 
 Expr by_name(std::string_view name, const Expr& x) {
-  if (name == "linear") return activations::linear(x);
-  if (name == "relu") return activations::relu(x);
-  if (name == "sigmoid") return activations::sigmoid(x);
-  if (name == "tanh") return activations::tanh(x);
-  if (name == "softmax") return activations::softmax(x);
+  using Fn = Expr (*)(const Expr&);
+  static const std::vector<std::pair<std::string_view, Fn>> kTable = {
+      {"celu", [](const Expr& e) { return celu(e); }},
+      {"elu", [](const Expr& e) { return elu(e); }},
+      {"exp", [](const Expr& e) { return activations::exp(e); }},
+      {"gelu", [](const Expr& e) { return gelu(e); }},
+      {"hard_sigmoid", [](const Expr& e) { return hard_sigmoid(e); }},
+      {"hard_silu", [](const Expr& e) { return hard_silu(e); }},
+      {"hard_tanh", [](const Expr& e) { return hard_tanh(e); }},
+      {"leaky_relu", [](const Expr& e) { return leaky_relu(e); }},
+      {"linear", [](const Expr& e) { return linear(e); }},
+      {"log_sumexp", [](const Expr& e) { return log_sumexp(e); }},
+      {"log_sigmoid", [](const Expr& e) { return log_sigmoid(e); }},
+      {"log_softmax", [](const Expr& e) { return activations::log_softmax(e); }},
+      {"mish", [](const Expr& e) { return mish(e); }},
+      {"relu", [](const Expr& e) { return activations::relu(e); }},
+      {"relu6", [](const Expr& e) { return relu6(e); }},
+      {"sigmoid", [](const Expr& e) { return activations::sigmoid(e); }},
+      {"silu", [](const Expr& e) { return silu(e); }},
+      {"selu", [](const Expr& e) { return selu(e); }},
+      {"softmax", [](const Expr& e) { return activations::softmax(e); }},
+      {"softplus", [](const Expr& e) { return softplus(e); }},
+      {"softsign", [](const Expr& e) { return softsign(e); }},
+      {"tanh", [](const Expr& e) { return activations::tanh(e); }},
+  };
+  for (const auto& [n, fn] : kTable)
+    if (n == name) return fn(x);
   std::string known;
   for (const std::string& n : names()) known += (known.empty() ? "" : ", ") + n;
   throw Error(cat("unknown activation '", name, "' (known: ", known, ")"));
@@ -44,5 +153,13 @@ void check_activation(std::string_view layer, const std::string& activation) {
         activation, "'");
 }
 }  // namespace detail
+
+Model activation(const Model& x, const std::string& activation, const ActivationOptions& options) {
+  detail::check_activation("activation", activation);
+  return layer(
+      activation, {x},
+      [activation](LayerContext& c) { return activations::by_name(activation, c.input()); }, {},
+      {options.name});
+}
 
 }  // namespace glia

@@ -136,7 +136,9 @@ class ModelTracer {
     if (map == nullptr || map->count(layer) == 0 || map->at(layer).count(spec.name) == 0)
       fail(cat(what, " '", spec.name, "' is missing (expected ", want.to_string(), ")"));
     Expr v = map->at(layer).at(spec.name);
-    if (v.type() != want)
+    // A float parameter may be given in another float dtype (f64 for gradient checks).
+    bool dtype_ok = v.dtype() == want.dtype || (is_float(v.dtype()) && is_float(want.dtype));
+    if (v.shape() != want.shape || !dtype_ok)
       fail(cat(what, " '", spec.name, "' is ", v.type().to_string(), ", expected ",
                want.to_string()));
     return v;
