@@ -4,5 +4,8 @@
 
 #include "glia/layers/activation.hpp"
 #include "glia/layers/build.hpp"
+#include "glia/layers/combine.hpp"
+#include "glia/layers/display.hpp"
 #include "glia/layers/linear.hpp"
 #include "glia/layers/model.hpp"
+#include "glia/layers/shaping.hpp"
