@@ -42,8 +42,11 @@ class ModelTracer {
   ModelTracer(const Model& model, Mode mode, Expr key)
       : layers_(resolve_layers(model)), mode_(mode), key_(std::move(key)) {}
 
+  // Parameters come from `params`/`state`, or are drawn into `init`, or (`record`) are
+  // zeros, and each layer's types are appended to `record`.
   Applied run(const ExprParamMap* params, const ExprParamMap* state,
-              const std::map<std::string, Expr>& inputs, InitialValues* init) {
+              const std::map<std::string, Expr>& inputs, InitialValues* init,
+              std::vector<LayerShapes>* record = nullptr) {
     std::vector<Expr> values(layers_.size());
     Applied out;
     if (state != nullptr) out.state = *state;
@@ -52,6 +55,7 @@ class ModelTracer {
       const LayerNode& node = *r.node;
       if (!node.forward) {
         values[i] = bind_input(r, inputs);
+        if (record != nullptr) record->push_back(shapes_of(r, {}, values[i]));
         continue;
       }
       LayerContext ctx;
@@ -76,6 +80,8 @@ class ModelTracer {
         if (init != nullptr) {
           v = draw(spec, want, i, j, fail);
           (spec.is_state ? init->state : init->params)[r.name][spec.name] = v;
+        } else if (record != nullptr) {
+          v = zeros(want.shape, want.dtype);
         } else {
           v = lookup(spec.is_state ? state : params, r.name, spec, want, fail);
         }
@@ -93,12 +99,31 @@ class ModelTracer {
       }
       if (!values[i].defined()) fail("the forward function returned an undefined Expr");
       for (const auto& [name, value] : ctx.state_updates_) out.state[r.name][name] = value;
+      if (record != nullptr) record->push_back(shapes_of(r, ctx.inputs_, values[i]));
     }
     out.output = values.back();
     return out;
   }
 
  private:
+  LayerShapes shapes_of(const ResolvedLayer& r, const std::vector<Expr>& inputs,
+                        const Expr& output) const {
+    const LayerNode& node = *r.node;
+    LayerShapes s{r.name, node.type, node.options, {}, {}, output.type(), {}};
+    for (std::size_t in : r.inputs) s.inputs.push_back(layers_[in].name);
+    InputShapes in_shapes;
+    for (const Expr& e : inputs) {
+      s.input_types.push_back(e.type());
+      in_shapes.push_back(e.shape());
+    }
+    for (const ParamSpec& p : node.params)
+      s.params.push_back({p.name,
+                          {p.dtype, p.shape(in_shapes)},
+                          p.is_state,
+                          !p.is_state && node.frozen && node.frozen(r.name, p.name)});
+    return s;
+  }
+
   Expr bind_input(const ResolvedLayer& r, const std::map<std::string, Expr>& inputs) {
     auto it = inputs.find(r.name);
     if (it == inputs.end()) {
@@ -176,6 +201,16 @@ InitialValues initial_values(const Model& model, const InputTypes& inputs, const
   return init;
 }
 
+std::vector<LayerShapes> layer_shapes(const Model& model, const InputTypes& inputs) {
+  std::vector<LayerShapes> shapes;
+  Graph graph("layer_shapes");
+  TraceScope scope(graph);
+  std::map<std::string, Expr> values;
+  for (const auto& [name, type] : inputs) values[name] = zeros(type.shape, type.dtype);
+  ModelTracer(model, Mode::inference, {}).run(nullptr, nullptr, values, nullptr, &shapes);
+  return shapes;
+}
+
 // ---- Compiled init and predict ------------------------------------------------------------
 
 namespace {
@@ -195,6 +230,7 @@ std::string types_key(const InputTypes& types) {
 struct InitFn::Impl {
   Model model;
   BuildOptions options;
+  bool has_params = false;  // any parameter or state to draw
   std::mutex mutex;
   std::map<std::string, InitCall> compiled;  // by input types
 };
@@ -218,6 +254,11 @@ ModelState InitFn::operator()(const InputTypes& inputs, std::uint64_t seed) cons
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     auto& slot = impl_->compiled[types_key(inputs)];
+    if (!slot && !impl_->has_params) {
+      // Nothing to draw, and jit needs an output: trace once for the shape checks alone.
+      layer_shapes(impl_->model, inputs);
+      slot = [](const Tensor&) { return std::tuple<ParamMap, ParamMap>{}; };
+    }
     if (!slot) {
       Model model = impl_->model;
       slot = jit(
@@ -263,6 +304,8 @@ BuiltModel build(const Model& model, const BuildOptions& options) {
   built.init.impl_ = std::make_shared<InitFn::Impl>();
   built.init.impl_->model = model;
   built.init.impl_->options = options;
+  for (const ResolvedLayer& r : layers)
+    built.init.impl_->has_params = built.init.impl_->has_params || !r.node->params.empty();
   auto impl = std::make_shared<PredictFn::Impl>();
   impl->model = model;
   std::vector<std::string> input_names;

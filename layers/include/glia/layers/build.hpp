@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "glia/layers/model.hpp"
 
@@ -46,6 +47,24 @@ struct InitialValues {
 };
 // Traced initial parameters and state for inputs of the given types, from a u32[2] key.
 InitialValues initial_values(const Model& model, const InputTypes& inputs, const Expr& key);
+
+// ---- Shapes (for summary and to_dot) ------------------------------------------------------
+struct LayerShapes {
+  struct Param {
+    std::string name;
+    TensorType type;
+    bool is_state = false;
+    bool frozen = false;  // LayerNode::frozen, asked with the built layer name
+  };
+  std::string name, type, options;
+  std::vector<std::string> inputs;  // the names of its input layers
+  std::vector<TensorType> input_types;
+  TensorType output;
+  std::vector<Param> params;  // parameters and state, in declaration order
+};
+// Every layer (input layers included) in topological order with the types it sees when the
+// model is traced on inputs of the given types; shape errors as in apply().
+std::vector<LayerShapes> layer_shapes(const Model& model, const InputTypes& inputs);
 
 // ---- Compiled functions -----------------------------------------------------------------
 struct BuildOptions {
