@@ -123,16 +123,13 @@ Model pad(const Model& x, std::vector<std::pair<std::int64_t, std::int64_t>> pad
 
 namespace {
 
-// PyTorch's source index for "nearest" (upsample_nearest): floor(dst * in / out) in
-// float, clamped to the input.
+// "nearest" samples at half-pixel centres, as Axon and JAX do (PyTorch's
+// "nearest-exact"): source floor((dst + 0.5) * in / out), clamped to the input.
 std::vector<std::int64_t> nearest_indices(std::int64_t in, std::int64_t out) {
   std::vector<std::int64_t> idx(static_cast<std::size_t>(out));
   float scale = static_cast<float>(in) / static_cast<float>(out);
   for (std::int64_t i = 0; i < out; ++i) {
-    std::int64_t s = in == out ? i
-                     : out == 2 * in
-                         ? i >> 1
-                         : static_cast<std::int64_t>(std::floor(static_cast<float>(i) * scale));
+    auto s = static_cast<std::int64_t>(std::floor((static_cast<float>(i) + 0.5f) * scale));
     idx[static_cast<std::size_t>(i)] = std::min(s, in - 1);
   }
   return idx;

@@ -138,16 +138,17 @@ TEST(Shaping, ResizeNearest) {
   Tensor y = run(resize(input_like(x), {4, 4}), x);
   EXPECT_EQ(y.shape(), (Shape{1, 4, 4, 1}));
   EXPECT_THAT(values(y), ElementsAreArray({1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
-  // 1-D, 3 -> 2: floor(dst * 3 / 2) = 0, 1;  2 -> 3: floor(dst * 2 / 3) = 0, 0, 1.
+  // Half-pixel centres: source floor((dst + 0.5) * in / out).
+  // 1-D, 3 -> 2: floor(0.75) = 0, floor(2.25) = 2;  2 -> 3: floor(1/3), floor(1), floor(5/3).
   Tensor v = Tensor::from<float>({10, 20, 30}, Shape{1, 3, 1});
-  EXPECT_THAT(values(run(resize(input_like(v), {2}), v)), ElementsAreArray({10, 20}));
+  EXPECT_THAT(values(run(resize(input_like(v), {2}), v)), ElementsAreArray({10, 30}));
   Tensor u = Tensor::from<float>({10, 20}, Shape{1, 2, 1});
-  EXPECT_THAT(values(run(resize(input_like(u), {3}), u)), ElementsAreArray({10, 10, 20}));
-  // 5 -> 3: floor(0), floor(5/3) = 1, floor(10/3) = 3. Integers resize too.
+  EXPECT_THAT(values(run(resize(input_like(u), {3}), u)), ElementsAreArray({10, 20, 20}));
+  // 5 -> 3: floor(5/6) = 0, floor(2.5) = 2, floor(25/6) = 4. Integers resize too.
   Tensor w = Tensor::from<std::int32_t>({0, 1, 2, 3, 4}, Shape{1, 5, 1});
   Tensor r = run(resize(input_like(w), {3}), w);
   EXPECT_EQ(r.dtype(), DType::i32);
-  EXPECT_THAT(values(r), ElementsAreArray({0, 1, 3}));
+  EXPECT_THAT(values(r), ElementsAreArray({0, 2, 4}));
 }
 
 TEST(Shaping, ResizeNearestChannelsFirstKeepsChannels) {

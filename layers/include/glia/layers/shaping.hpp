@@ -21,7 +21,9 @@ Model pad(const Model& x, std::vector<std::pair<std::int64_t, std::int64_t>> pad
           double value = 0.0, const ShapeOptions& options = {});
 
 struct ResizeOptions {
-  std::string method = "nearest";  // or "bilinear" (align_corners=false, half-pixel centres)
+  // "nearest": half-pixel centres as in Axon and JAX (PyTorch's "nearest-exact");
+  // "bilinear": half-pixel centres, align_corners=false, no antialiasing (PyTorch's).
+  std::string method = "nearest";
   Channels channels = Channels::last;
   std::string name;
 };
