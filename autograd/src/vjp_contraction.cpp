@@ -75,10 +75,6 @@ Cts dot_general_vjp(const VjpArgs& a) {
   return {arrange(gx, x_labels), arrange(gy, y_labels)};
 }
 
-std::int64_t dilated(std::int64_t d, std::int64_t factor) {
-  return d == 0 ? 0 : (d - 1) * factor + 1;
-}
-
 // Splits axis `axis` into (parts, size / parts).
 Expr split_axis(const Expr& v, int axis, std::int64_t parts) {
   Ints dims = v.shape().dims();

@@ -25,6 +25,10 @@ void add_window_vjps(VjpTable& t);
 
 // Zero cotangent of x's type.
 Expr zeros_like(const Expr& x);
+// The size of d elements with factor - 1 holes between neighbours (0 stays 0).
+inline std::int64_t dilated(std::int64_t d, std::int64_t factor) {
+  return d == 0 ? 0 : (d - 1) * factor + 1;
+}
 // The shape x has after reducing `axes` with keep_axes (reduced axes become 1).
 Ints kept_dims(const Shape& x, const Ints& axes);
 

@@ -16,10 +16,6 @@ const A& attrs_of(const VjpArgs& a) {
   return std::get<A>(a.node.attrs);
 }
 
-std::int64_t dilated(std::int64_t d, std::int64_t factor) {
-  return d == 0 ? 0 : (d - 1) * factor + 1;
-}
-
 // Sums over the axes the broadcast created or stretched, then restores x's shape.
 Cts broadcast_vjp(const VjpArgs& a) {
   const auto& attrs = attrs_of<BroadcastAttrs>(a);

@@ -10,10 +10,6 @@ namespace {
 
 using Cts = std::vector<Expr>;
 
-std::int64_t dilated(std::int64_t d, std::int64_t factor) {
-  return d == 0 ? 0 : (d - 1) * factor + 1;
-}
-
 Cts window_sum_vjp(const VjpArgs& a) {
   const auto& w = std::get<WindowAttrs>(a.node.attrs);
   const Shape& x = a.inputs[0].shape();
