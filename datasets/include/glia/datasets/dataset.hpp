@@ -1,0 +1,65 @@
+// In-memory datasets and the batching iterator: shuffles with a seed, drops or keeps
+// the last partial batch, and prepares the next batch on a background thread.
+//   glia::Dataset train{images, labels};
+//   glia::Batches batches(train, {.batch_size = 32, .shuffle = true, .seed = 0});
+//   for (auto it = batches.epoch(0); auto b = it.next();) step(b->x, b->y);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "glia/core/tensor.hpp"
+
+namespace glia {
+
+// Examples along axis 0 of x and y (same length).
+struct Dataset {
+  Tensor x, y;
+  std::int64_t size() const { return x.defined() ? x.shape()[0] : 0; }
+};
+
+struct Batch {
+  Tensor x, y;
+};
+
+struct BatchOptions {
+  std::int64_t batch_size = 32;
+  bool shuffle = false;
+  std::uint64_t seed = 0;  // epoch e shuffles with a generator seeded from (seed, e)
+  bool drop_last = false;
+  bool prefetch = true;  // prepare the next batch on a background thread
+};
+
+class BatchIterator {
+ public:
+  // The next batch, or nullopt at the end of the epoch.
+  std::optional<Batch> next();
+  ~BatchIterator();
+  BatchIterator(BatchIterator&&) noexcept;
+  BatchIterator& operator=(BatchIterator&&) noexcept;
+  struct Impl;  // opaque
+  explicit BatchIterator(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Batches {
+ public:
+  Batches(Dataset data, BatchOptions options = {});  // glia::Error on bad options or sizes
+  BatchIterator epoch(std::int64_t epoch) const;
+  std::int64_t batches_per_epoch() const;
+  const Dataset& data() const { return data_; }
+  const BatchOptions& options() const { return options_; }
+
+ private:
+  Dataset data_;
+  BatchOptions options_;
+};
+
+// u8 pixels -> f32 in [0, 1]; labels -> one-hot rows of `classes` (f32).
+Tensor normalize_pixels(const Tensor& pixels);
+Tensor one_hot_labels(const Tensor& labels, std::int64_t classes);
+
+}  // namespace glia

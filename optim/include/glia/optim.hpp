@@ -1,0 +1,8 @@
+// glia optim: gradient transformations and optimizers, schedules, losses, metrics, the
+// training step and the training loop.
+#pragma once
+
+#include "glia/optim/losses.hpp"
+#include "glia/optim/metrics.hpp"
+#include "glia/optim/step.hpp"
+#include "glia/optim/transform.hpp"

@@ -1,0 +1,69 @@
+// Loss functions (Axon's 14), written with Expr ops. Each takes (y_true, y_pred) and a
+// reduction: none (per-example values over the batch axis 0), mean (default) or sum.
+// Numerically stable at extreme logits (+-1e4 give finite values and gradients).
+//   glia::Expr l = glia::losses::categorical_cross_entropy(labels, logits,
+//                                                          {.from_logits = true});
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "glia/core/expr.hpp"
+
+namespace glia::losses {
+
+enum class Reduction { none, mean, sum };
+
+struct LossOptions {
+  Reduction reduction = Reduction::mean;
+};
+
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::mean;
+  bool from_logits = false;
+  bool sparse = false;  // y_true holds integer class indices [batch] instead of one-hot rows
+  std::vector<double> class_weights;  // empty: all 1
+  double label_smoothing = 0;  // y_true * (1 - s) + s / classes
+};
+Expr categorical_cross_entropy(const Expr& y_true, const Expr& y_pred, const CrossEntropyOptions& o = {});
+Expr binary_cross_entropy(const Expr& y_true, const Expr& y_pred, const CrossEntropyOptions& o = {});
+Expr categorical_hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+Expr hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+Expr kl_divergence(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+Expr log_cosh(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+struct MarginOptions {
+  Reduction reduction = Reduction::mean;
+  double margin = 0;
+};
+// max(0, -y_true * (x1 - x2) + margin); y_pred is the pair stacked on a leading axis [2, ...].
+Expr margin_ranking(const Expr& y_true, const Expr& y_pred, const MarginOptions& o = {});
+Expr soft_margin(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+Expr mean_absolute_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+Expr mean_squared_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+struct CosineOptions {
+  Reduction reduction = Reduction::mean;
+  double epsilon = 1e-8;
+};
+Expr cosine_similarity(const Expr& y_true, const Expr& y_pred, const CosineOptions& o = {});
+struct PoissonOptions {
+  Reduction reduction = Reduction::mean;
+  bool from_logits = false;  // y_pred is log(rate)
+};
+Expr poisson(const Expr& y_true, const Expr& y_pred, const PoissonOptions& o = {});
+struct HuberOptions {
+  Reduction reduction = Reduction::mean;
+  double delta = 1.0;
+};
+Expr huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o = {});
+struct CtcOptions {
+  Reduction reduction = Reduction::mean;
+  std::int64_t blank = 0;
+};
+// Connectionist temporal classification: y_pred log-probabilities [batch, time, classes],
+// y_true labels [batch, max_label_length] (padded with `blank`), with input and label
+// lengths [batch] (integer).
+Expr connectionist_temporal_classification(const Expr& y_true, const Expr& y_pred,
+                                           const Expr& input_lengths, const Expr& label_lengths,
+                                           const CtcOptions& o = {});
+
+}  // namespace glia::losses

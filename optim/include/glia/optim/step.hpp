@@ -1,0 +1,67 @@
+// The training step: forward pass, loss, value_and_grad, optimizer update and parameter
+// update traced into ONE graph, compiled once per input signature and called once per
+// batch. An evaluation step likewise (forward, loss and metrics).
+//   glia::TrainStep step(model, loss, glia::optimizers::adam(1e-3));
+//   glia::TrainState s = step.init(/*seed=*/0);
+//   glia::StepOutput out = step(s, x, y);  // s is updated
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "glia/layers/build.hpp"
+#include "glia/optim/transform.hpp"
+
+namespace glia {
+
+// (y_true, y_pred) -> scalar loss.
+using LossFn = std::function<Expr(const Expr& y_true, const Expr& y_pred)>;
+// (y_true, y_pred) -> scalar metric for the batch.
+using MetricFn = std::function<Expr(const Expr& y_true, const Expr& y_pred)>;
+
+struct TrainState {
+  ModelState model;
+  TensorOptState optimizer;
+  std::int64_t step = 0;       // updates applied so far
+  double lr_scale = 1.0;       // multiplies every update (reduce_lr_on_plateau lowers it)
+  std::uint64_t seed = 0;      // dropout keys are derived from (seed, step)
+};
+
+struct StepOutput {
+  double loss = 0;
+  std::map<std::string, double> metrics;  // batch values, by metric name
+};
+
+struct StepOptions {
+  std::string backend = "interp";
+  std::map<std::string, MetricFn> metrics;  // computed in the same graph
+};
+
+class TrainStep {
+ public:
+  TrainStep(Model model, LossFn loss, Transformation optimizer, StepOptions options = {});
+  TrainState init(std::uint64_t seed = 0) const;          // model init + optimizer init
+  TrainState init(ModelState model, std::uint64_t seed = 0) const;
+  // One update on a batch; replaces the state's tensors with the updated ones.
+  StepOutput operator()(TrainState& state, const Tensor& x, const Tensor& y) const;
+  const Model& model() const;
+  std::string graph_text(const TrainState& state, const Tensor& x, const Tensor& y) const;
+  struct Impl;  // opaque
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+class EvalStep {
+ public:
+  EvalStep(Model model, LossFn loss, StepOptions options = {});
+  StepOutput operator()(const ModelState& state, const Tensor& x, const Tensor& y) const;
+  struct Impl;  // opaque
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace glia
