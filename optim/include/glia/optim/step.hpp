@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "glia/compiler/jit.hpp"
 #include "glia/layers/build.hpp"
 #include "glia/optim/transform.hpp"
 
@@ -24,10 +25,14 @@ using MetricFn = std::function<Expr(const Expr& y_true, const Expr& y_pred)>;
 struct TrainState {
   ModelState model;
   TensorOptState optimizer;
-  std::int64_t step = 0;       // updates applied so far
-  double lr_scale = 1.0;       // multiplies every update (reduce_lr_on_plateau lowers it)
-  std::uint64_t seed = 0;      // dropout keys are derived from (seed, step)
+  std::int64_t step = 0;   // updates applied so far
+  double lr_scale = 1.0;   // multiplies every update (reduce_lr_on_plateau lowers it)
+  std::uint64_t seed = 0;  // dropout keys are derived from (seed, step)
 };
+// A step's random key: random::fold_in(random::fold_in(random::key(seed), kDropoutStream),
+// step), traced with `step` as a run-time input; stochastic layers fold in their position
+// in the model, as apply() does. The stream keeps these keys apart from init's.
+inline constexpr std::uint32_t kDropoutStream = 0x64726f70;  // "drop"
 
 struct StepOutput {
   double loss = 0;
@@ -42,12 +47,14 @@ struct StepOptions {
 class TrainStep {
  public:
   TrainStep(Model model, LossFn loss, Transformation optimizer, StepOptions options = {});
-  TrainState init(std::uint64_t seed = 0) const;          // model init + optimizer init
+  TrainState init(std::uint64_t seed = 0) const;  // model init + optimizer init
   TrainState init(ModelState model, std::uint64_t seed = 0) const;
   // One update on a batch; replaces the state's tensors with the updated ones.
   StepOutput operator()(TrainState& state, const Tensor& x, const Tensor& y) const;
   const Model& model() const;
   std::string graph_text(const TrainState& state, const Tensor& x, const Tensor& y) const;
+  // The compiled step's cache: one miss (trace and compile) per input signature.
+  CacheStats cache_stats() const;
   struct Impl;  // opaque
 
  private:
@@ -56,8 +63,10 @@ class TrainStep {
 
 class EvalStep {
  public:
+  // A null loss computes metrics only (StepOutput::loss stays 0).
   EvalStep(Model model, LossFn loss, StepOptions options = {});
   StepOutput operator()(const ModelState& state, const Tensor& x, const Tensor& y) const;
+  CacheStats cache_stats() const;
   struct Impl;  // opaque
 
  private:

@@ -1,0 +1,76 @@
+// What the loop's sources share: the loop's configuration (Loop::Impl) and the progress
+// display that the loop drives.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "glia/optim/loop.hpp"
+
+namespace glia {
+
+struct LoopHook {
+  Event event;
+  Handler handler;
+  Filter filter;
+};
+
+struct LoopMetric {
+  std::string name;
+  MetricFn fn;
+  metrics::Aggregate how;
+};
+
+struct Loop::Impl {
+  bool training = true;
+  Model model;
+  LossFn loss;  // an evaluator may have none
+  Transformation optimizer;
+  std::string backend = "interp";
+  std::uint64_t seed = 0;
+  std::vector<LoopMetric> metrics;
+  std::int64_t metrics_version = 0;  // bumped by metric(): compiled steps are stale
+  std::ostream* output = nullptr;
+  ProgressMode progress = ProgressMode::automatic;
+  std::vector<LoopHook> hooks;
+
+  // Built at the first run after the metrics last changed.
+  std::shared_ptr<TrainStep> train_step;
+  std::shared_ptr<EvalStep> eval_step;
+  std::int64_t steps_version = -1;
+
+  std::map<std::string, MetricFn> metric_fns() const;
+  metrics::Aggregate aggregate_of(const std::string& name) const;  // loss: running average
+};
+
+// "loss 0.2345 accuracy 0.93 validation_loss 0.31": loss first, validation_ entries last.
+std::string metrics_text(const std::map<std::string, double>& metrics);
+// Four significant digits: 0.2345, 0.93, 1234, 1.5e-05.
+std::string number_text(double value);
+
+// The progress display: a bar redrawn with '\r' on a terminal, or plain lines every 10% of
+// an epoch and at its end.
+class Progress {
+ public:
+  Progress(std::ostream* output, ProgressMode mode);
+  // After each batch: `seconds` since the epoch's first batch started.
+  void iteration(const LoopState& s, double seconds, std::int64_t epoch_samples);
+  // After epoch_completed (or epoch_halted) handlers ran, so validation metrics show.
+  void epoch_end(const LoopState& s, double seconds, std::int64_t epoch_samples, bool halted);
+
+ private:
+  std::string line(const LoopState& s, double seconds, std::int64_t epoch_samples,
+                   bool finished) const;
+  void draw(const std::string& text);
+
+  std::ostream* out_;
+  ProgressMode mode_;
+  double last_draw_ = -1;
+  std::size_t drawn_width_ = 0;
+};
+
+}  // namespace glia
