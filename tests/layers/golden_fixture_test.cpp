@@ -5,7 +5,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "layers/golden_fixture.hpp"
+#include "golden_fixture.hpp"
 
 namespace glia {
 namespace {

@@ -17,7 +17,7 @@
 #include "glia/layers/normalization.hpp"
 #include "glia/layers/pooling.hpp"
 #include "glia/layers/shaping.hpp"
-#include "layers/golden_fixture.hpp"
+#include "golden_fixture.hpp"
 
 // Layer options are designated initializers leaving most fields at their defaults (the
 // API's intended use); GCC 12's -Wextra would flag every omitted field.

@@ -1,6 +1,12 @@
 // Loss functions (Axon's 14), written with Expr ops. Each takes (y_true, y_pred) and a
 // reduction: none (per-example values over the batch axis 0), mean (default) or sum.
-// Numerically stable at extreme logits (+-1e4 give finite values and gradients).
+// An example's value is the mean over its non-batch axes (after the sum over the last,
+// class axis for categorical_cross_entropy, categorical_hinge, kl_divergence and
+// cosine_similarity), so mean equals PyTorch's mean and sum adds per-example values.
+// Numerically stable at extreme logits (+-1e4 give finite values and gradients; the one
+// exception is poisson from log-rates, whose exp(x) is +inf beyond x ~ 709 in f64).
+// Probabilities are clipped to at least 1e-7 before a log (binary_cross_entropy: to
+// [1e-7, 1 - 1e-7], as Axon and Keras do), so 0 and 1 give finite values and gradients.
 //   glia::Expr l = glia::losses::categorical_cross_entropy(labels, logits,
 //                                                          {.from_logits = true});
 #pragma once
@@ -22,11 +28,16 @@ struct CrossEntropyOptions {
   Reduction reduction = Reduction::mean;
   bool from_logits = false;
   bool sparse = false;  // y_true holds integer class indices [batch] instead of one-hot rows
-  std::vector<double> class_weights;  // empty: all 1
+  // Empty: all 1. categorical: one per class, each example's loss times its true class's
+  // weight, and mean = sum(w_i l_i) / sum(w_i) (PyTorch's weighted mean); binary: {w0, w1}
+  // for the negative and positive term.
+  std::vector<double> class_weights;
   double label_smoothing = 0;  // y_true * (1 - s) + s / classes
 };
-Expr categorical_cross_entropy(const Expr& y_true, const Expr& y_pred, const CrossEntropyOptions& o = {});
-Expr binary_cross_entropy(const Expr& y_true, const Expr& y_pred, const CrossEntropyOptions& o = {});
+Expr categorical_cross_entropy(const Expr& y_true, const Expr& y_pred,
+                               const CrossEntropyOptions& o = {});
+Expr binary_cross_entropy(const Expr& y_true, const Expr& y_pred,
+                          const CrossEntropyOptions& o = {});
 Expr categorical_hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
 Expr hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
 Expr kl_divergence(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
@@ -44,6 +55,8 @@ struct CosineOptions {
   Reduction reduction = Reduction::mean;
   double epsilon = 1e-8;
 };
+// Axon's sign: the similarity itself (a value to maximise; Keras' loss is its negative),
+// sum(y p) / max(|y| |p|, epsilon) along the last axis.
 Expr cosine_similarity(const Expr& y_true, const Expr& y_pred, const CosineOptions& o = {});
 struct PoissonOptions {
   Reduction reduction = Reduction::mean;
@@ -56,12 +69,13 @@ struct HuberOptions {
 };
 Expr huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o = {});
 struct CtcOptions {
-  Reduction reduction = Reduction::mean;
+  Reduction reduction = Reduction::mean;  // mean: PyTorch's, each loss / its label length
   std::int64_t blank = 0;
+  bool zero_infinity = false;  // impossible alignments give 0 (and a zero gradient), not inf
 };
 // Connectionist temporal classification: y_pred log-probabilities [batch, time, classes],
-// y_true labels [batch, max_label_length] (padded with `blank`), with input and label
-// lengths [batch] (integer).
+// y_true labels [batch, max_label_length] (entries past an example's label length are
+// ignored), with input and label lengths [batch] (integer).
 Expr connectionist_temporal_classification(const Expr& y_true, const Expr& y_pred,
                                            const Expr& input_lengths, const Expr& label_lengths,
                                            const CtcOptions& o = {});

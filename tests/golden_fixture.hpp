@@ -1,6 +1,8 @@
-// Reads the golden fixtures written by tests/layers/golden/generate.py (PyTorch values,
-// committed as text): one tensor a line, `name dtype dims... : values...`, '#' comments.
-//   glia::golden::Fixture f = glia::golden::load_fixture("conv2d");  // name -> Tensor
+// Reads the golden fixtures written by a suite's generate.py (tests/layers/golden,
+// tests/optim/golden_losses: PyTorch values, committed as text): one tensor a line,
+// `name dtype dims... : values...`, '#' comments.
+//   glia::golden::Fixture f = glia::golden::load_fixture("conv2d");  // in GLIA_GOLDEN_DIR
+//   glia::golden::Fixture c = glia::golden::load_fixture_from(folder, "ctc");
 #pragma once
 
 #include <cerrno>
@@ -13,16 +15,12 @@
 
 #include "glia/core/tensor.hpp"
 
-#ifndef GLIA_GOLDEN_DIR
-#error "GLIA_GOLDEN_DIR must name the folder of the golden fixtures (see tests/CMakeLists.txt)"
-#endif
-
 namespace glia::golden {
 
 using Fixture = std::map<std::string, Tensor>;
 
-inline std::string fixture_path(const std::string& case_name) {
-  return std::string(GLIA_GOLDEN_DIR) + "/" + case_name + ".txt";
+inline std::string fixture_path(const std::string& folder, const std::string& case_name) {
+  return folder + "/" + case_name + ".txt";
 }
 
 namespace detail {
@@ -107,15 +105,22 @@ inline Fixture parse_fixture(std::istream& text, const std::string& source) {
   return fixture;
 }
 
-// The case's tensors by name. Throws glia::Error naming the file (and line) when it is
-// missing, empty or malformed, or repeats a name.
-inline Fixture load_fixture(const std::string& case_name) {
-  std::string path = fixture_path(case_name);
+// The case's tensors by name, from <folder>/<case_name>.txt. Throws glia::Error naming
+// the file (and line) when it is missing, empty or malformed, or repeats a name.
+inline Fixture load_fixture_from(const std::string& folder, const std::string& case_name) {
+  std::string path = fixture_path(folder, case_name);
   std::ifstream file(path);
   check(file.is_open(), "golden fixture '", case_name, "': cannot open ", path,
-        " (regenerate with /usr/bin/python3 tests/layers/golden/generate.py)");
+        " (regenerate with /usr/bin/python3 ", folder, "/generate.py)");
   return parse_fixture(file, path);
 }
+
+#ifdef GLIA_GOLDEN_DIR
+// load_fixture_from the suite's fixture folder, GLIA_GOLDEN_DIR (see tests/CMakeLists.txt).
+inline Fixture load_fixture(const std::string& case_name) {
+  return load_fixture_from(GLIA_GOLDEN_DIR, case_name);
+}
+#endif
 
 // fixture[name], or glia::Error listing what the fixture holds.
 inline const Tensor& tensor(const Fixture& fixture, const std::string& name) {
