@@ -5,5 +5,8 @@
 #include "glia/optim/loop.hpp"
 #include "glia/optim/losses.hpp"
 #include "glia/optim/metrics.hpp"
+#include "glia/optim/optimizers.hpp"
+#include "glia/optim/schedules.hpp"
 #include "glia/optim/step.hpp"
 #include "glia/optim/transform.hpp"
+#include "glia/optim/transforms.hpp"

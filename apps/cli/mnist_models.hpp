@@ -1,0 +1,19 @@
+// The models `glia train` knows by name: the MNIST MLP and small CNN of the README.
+#pragma once
+
+#include <string>
+
+#include "glia/layers.hpp"
+
+namespace glia::cli {
+
+// "mlp": input 784 -> dense 128 relu -> dropout 0.5 -> dense 10 softmax.
+// "cnn": conv 3x3x32 relu -> max_pool 2 -> conv 3x3x64 relu -> max_pool 2 -> flatten
+//        -> dense 128 relu -> dense 10 softmax (input [N, 28, 28, 1]).
+// glia::Error for another name.
+Model mnist_model(const std::string& name);
+
+// MNIST images (u8 [N][28][28]) shaped for the model: [N, 784] or [N, 28, 28, 1] f32 in [0, 1].
+Tensor mnist_inputs(const std::string& model, const Tensor& images);
+
+}  // namespace glia::cli
