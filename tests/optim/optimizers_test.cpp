@@ -7,7 +7,7 @@
 
 #include "glia/optim/optimizers.hpp"
 #include "glia/optim/schedules.hpp"
-#include "layers/golden_fixture.hpp"
+#include "golden_fixture.hpp"
 #include "optim/transform_test_util.hpp"
 
 namespace glia {
