@@ -1,0 +1,101 @@
+// Batches: checks the dataset and options, orders the examples of an epoch (a seeded
+// Fisher-Yates shuffle that gives the same order on every platform) and gathers the rows
+// of each batch into new tensors.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "batch_iterator.hpp"
+#include "glia/datasets/dataset.hpp"
+
+namespace glia {
+namespace {
+
+// SplitMix64's finalizer: spreads (seed, epoch) over all 64 bits of the generator's seed.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [0, bound], by rejection: std::uniform_int_distribution's algorithm is
+// implementation-defined, this one is not.
+std::uint64_t draw_upto(std::mt19937_64& gen, std::uint64_t bound) {
+  if (bound == std::numeric_limits<std::uint64_t>::max()) return gen();
+  const std::uint64_t range = bound + 1;
+  const std::uint64_t reject_below = (0 - range) % range;  // 2^64 mod range
+  std::uint64_t x = gen();
+  while (x < reject_below) x = gen();
+  return x % range;
+}
+
+// The order of epoch `epoch`: a permutation of 0..n-1 from mt19937_64 (fully specified by
+// the standard) seeded from (seed, epoch), shuffled by Fisher-Yates.
+std::vector<std::int64_t> epoch_order(std::int64_t n, bool shuffle, std::uint64_t seed,
+                                      std::int64_t epoch) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  if (!shuffle) return order;
+  std::mt19937_64 gen(mix(mix(seed) ^ static_cast<std::uint64_t>(epoch)));
+  for (std::size_t i = order.size(); i > 1; --i) {
+    std::size_t j = static_cast<std::size_t>(draw_upto(gen, i - 1));
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+// Rows `rows` of t (along axis 0) as a new tensor of t's dtype.
+Tensor gather_rows(const Tensor& t, const std::int64_t* rows, std::int64_t count) {
+  std::vector<std::int64_t> dims = t.shape().dims();
+  std::int64_t row_elements = 1;
+  for (std::size_t i = 1; i < dims.size(); ++i) row_elements *= dims[i];
+  const auto row_bytes = static_cast<std::size_t>(row_elements * dtype_size(t.dtype()));
+  dims[0] = count;
+  Tensor out(t.dtype(), Shape(std::move(dims)));
+  const auto* src = static_cast<const std::byte*>(t.raw_data());
+  auto* dst = static_cast<std::byte*>(out.raw_data());
+  for (std::int64_t i = 0; i < count; ++i)
+    std::memcpy(dst + static_cast<std::size_t>(i) * row_bytes,
+                src + static_cast<std::size_t>(rows[i]) * row_bytes, row_bytes);
+  return out;
+}
+
+}  // namespace
+
+Batches::Batches(Dataset data, BatchOptions options) : data_(std::move(data)), options_(options) {
+  check(options_.batch_size > 0, "Batches: batch_size must be positive, got ", options_.batch_size);
+  check(data_.x.defined() && data_.y.defined(), "Batches: the dataset's ",
+        data_.x.defined() ? "y" : "x", " is an undefined tensor");
+  check(data_.x.rank() >= 1 && data_.y.rank() >= 1,
+        "Batches: x and y need an examples axis (rank >= 1), got x ", data_.x.type(), " and y ",
+        data_.y.type());
+  check(data_.x.shape()[0] == data_.y.shape()[0], "Batches: x has ", data_.x.shape()[0],
+        " examples (", data_.x.type(), ") but y has ", data_.y.shape()[0], " (", data_.y.type(),
+        ")");
+}
+
+std::int64_t Batches::batches_per_epoch() const {
+  const std::int64_t n = data_.size(), b = options_.batch_size;
+  return options_.drop_last ? n / b : (n + b - 1) / b;
+}
+
+BatchIterator Batches::epoch(std::int64_t epoch) const {
+  check(epoch >= 0, "Batches::epoch: the epoch must be >= 0, got ", epoch);
+  auto order = std::make_shared<const std::vector<std::int64_t>>(
+      epoch_order(data_.size(), options_.shuffle, options_.seed, epoch));
+  const std::int64_t n = data_.size(), size = options_.batch_size;
+  // The closure holds its own references to x and y, so the iterator may outlive *this.
+  auto make_batch = [x = data_.x, y = data_.y, order, n, size](std::int64_t b) {
+    const std::int64_t begin = b * size, count = std::min(size, n - begin);
+    const std::int64_t* rows = order->data() + begin;
+    return Batch{gather_rows(x, rows, count), gather_rows(y, rows, count)};
+  };
+  return BatchIterator(std::make_unique<BatchIterator::Impl>(
+      batches_per_epoch(), std::move(make_batch), options_.prefetch));
+}
+
+}  // namespace glia
