@@ -2,7 +2,7 @@
 # glia's one-command set-up for Debian 12: installs the Debian packages that are
 # missing, configures and builds with CMake and Ninja, fetches MNIST, then runs the
 # main job (`run`) or the whole test suite (`test`). Safe to run again and again.
-#   ./apps/setup.sh run [glia arguments...]   # default: glia demo
+#   ./apps/setup.sh run [glia arguments...]   # default: glia train (MNIST MLP, 5 epochs)
 #   ./apps/setup.sh test
 # Environment: GLIA_BUILD_DIR (default ./build), GLIA_BUILD_TYPE (RelWithDebInfo),
 # GLIA_DATA_DIR (./data/mnist), GLIA_JOBS (all cores).
@@ -37,7 +37,7 @@ die() {
 
 usage() {
   cat <<EOF
-usage: $0 run [glia arguments...]   build, then run the main job (default: glia demo)
+usage: $0 run [glia arguments...]   build, then run the main job (default: glia train)
        $0 test                      build, then run the whole test suite (ctest)
 
 Installs missing Debian packages first (apt-get, through sudo when not root) and
@@ -174,7 +174,7 @@ export GLIA_DATA_DIR="$data_dir"
 
 if [[ $mode == run ]]; then
   fetch_mnist || die "MNIST is needed by the main job"
-  (($# > 0)) || set -- demo
+  (($# > 0)) || set -- train
   say "Running: glia $*"
   exec "$build_dir/apps/glia" "$@"
 fi

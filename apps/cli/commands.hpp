@@ -19,5 +19,9 @@ struct Command {
 // `glia demo`: traces a numerically stable softmax, prints its graph and runs it on
 // the reference interpreter.
 Command add_demo_command(CLI::App& app);
+// `glia train`: trains the MNIST MLP or CNN, then reports test loss and accuracy.
+Command add_train_command(CLI::App& app);
+// `glia eval`: evaluates a model on the MNIST test split.
+Command add_eval_command(CLI::App& app);
 
 }  // namespace glia::cli

@@ -30,19 +30,21 @@ void add_data_flags(CLI::App* cmd, DataFlags& f) {
   cmd->add_option("--dataset", f.dataset, "Dataset: mnist or fashion-mnist (IDX files)")
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}))
       ->capture_default_str();
-  cmd->add_option("--data-dir", f.data_dir,
-                  "Folder with the four IDX files (default: $GLIA_DATA_DIR, else ./data/<dataset>)");
+  cmd->add_option(
+      "--data-dir", f.data_dir,
+      "Folder with the four IDX files (default: $GLIA_DATA_DIR, else ./data/<dataset>)");
   cmd->add_option("--model", f.model, "Model: mlp (784-128-10) or cnn (two conv layers)")
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();
   cmd->add_option("--batch-size", f.batch_size, "Examples per batch")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "Seed of the parameters, shuffling and dropout")
       ->capture_default_str();
   cmd->add_option("--backend", f.backend, "Backend that runs the compiled graphs (see the README)")
       ->capture_default_str();
-  cmd->add_option("--threads", f.threads, "Worker threads for backends that use them (interp runs on one)")
+  cmd->add_option("--threads", f.threads,
+                  "Worker threads for backends that use them (interp runs on one)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd->add_flag("--json", f.json, "Print one final JSON object line with the figures");
@@ -60,8 +62,9 @@ struct Data {
 };
 
 Data load(const DataFlags& f) {
-  check(std::find(backend_names().begin(), backend_names().end(), f.backend) != backend_names().end(),
-        "unknown backend '", f.backend, "'");
+  check(
+      std::find(backend_names().begin(), backend_names().end(), f.backend) != backend_names().end(),
+      "unknown backend '", f.backend, "'");
   Mnist m = load_mnist(data_dir(f));
   return {{mnist_inputs(f.model, m.train_images), one_hot_labels(m.train_labels, 10)},
           {mnist_inputs(f.model, m.test_images), one_hot_labels(m.test_labels, 10)}};
@@ -89,8 +92,8 @@ Transformation optimizer(const std::string& name, double lr) {
 }
 
 // Test loss and accuracy of `state` over the test split.
-std::map<std::string, double> evaluate(const Model& model, const ModelState& state, const Data& data,
-                                       const DataFlags& f) {
+std::map<std::string, double> evaluate(const Model& model, const ModelState& state,
+                                       const Data& data, const DataFlags& f) {
   Loop eval = evaluator(model, {.backend = f.backend,
                                 .metrics = {{"accuracy", accuracy}},
                                 .loss = cross_entropy,
@@ -137,18 +140,30 @@ Command add_train_command(CLI::App& app) {
   auto epochs = std::make_shared<std::int64_t>(5);
   auto opt = std::make_shared<std::string>("adam");
   auto lr = std::make_shared<double>(1e-3);
-  CLI::App* cmd = app.add_subcommand("train", "Train a model on MNIST, then report test loss and accuracy");
+  CLI::App* cmd =
+      app.add_subcommand("train", "Train a model on MNIST, then report test loss and accuracy");
   add_data_flags(cmd, *flags);
   cmd->add_option("--epochs", *epochs, "Passes over the training set")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}))
       ->capture_default_str();
-  cmd->add_option("--optimizer", *opt,
-                  "adam, adamw, sgd, momentum, nesterov, rmsprop, adagrad, adabelief, radam, yogi or lamb")
+  cmd->add_option(
+         "--optimizer", *opt,
+         "adam, adamw, sgd, momentum, nesterov, rmsprop, adagrad, adabelief, radam, yogi or lamb")
       ->check(CLI::IsMember({"adam", "adamw", "sgd", "momentum", "nesterov", "rmsprop", "adagrad",
                              "adabelief", "radam", "yogi", "lamb"}))
       ->capture_default_str();
-  cmd->add_option("--learning-rate", *lr, "Learning rate")
-      ->check(CLI::PositiveNumber)
+  cmd->add_option("--learning-rate", *lr, "Learning rate (positive)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            double x = 0;
+            try {
+              x = std::stod(v);
+            } catch (const std::exception&) {
+              return std::string("not a number: ") + v;
+            }
+            return x > 0 ? std::string() : "must be positive, got " + v;
+          },
+          "POSITIVE"))
       ->capture_default_str();
   return {cmd, [=] { return run_train(*flags, *epochs, *opt, *lr); }};
 }
@@ -156,15 +171,16 @@ Command add_train_command(CLI::App& app) {
 Command add_eval_command(CLI::App& app) {
   auto flags = std::make_shared<DataFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "eval", "Evaluate a model initialised from --seed on the MNIST test split (loss and accuracy)");
+      "eval",
+      "Evaluate a model initialised from --seed on the MNIST test split (loss and accuracy)");
   add_data_flags(cmd, *flags);
   return {cmd, [flags] {
             Data data = load(*flags);
             Model model = mnist_model(flags->model);
             ModelState state = build(model, {.backend = flags->backend}).init(flags->seed);
             std::map<std::string, double> test = evaluate(model, state, data, *flags);
-            std::cout << "test loss " << test.at("loss") << ", test accuracy " << test.at("accuracy")
-                      << "\n";
+            std::cout << "test loss " << test.at("loss") << ", test accuracy "
+                      << test.at("accuracy") << "\n";
             if (flags->json)
               std::cout << nlohmann::json{{"model", flags->model},
                                           {"seed", flags->seed},
