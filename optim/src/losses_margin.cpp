@@ -8,26 +8,19 @@ namespace {
 
 using detail::as;
 
-std::pair<Expr, Expr> operands(std::string_view loss, const Expr& y_true, const Expr& y_pred,
-                               int min_rank = 1) {
-  detail::check_same_shape(loss, y_true, y_pred, min_rank);
-  const DType ft = detail::float_dtype(y_pred);
-  return {as(y_true, ft), as(y_pred, ft)};
-}
-
 }  // namespace
 
 // max(0, 1 + max_{c != true} p_c - p_true) per row (Axon: the "negative" term is the
 // largest of (1 - y) * p, which treats every non-true class's score as at least 0).
 Expr categorical_hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
-  auto [y, p] = operands("categorical_hinge", y_true, y_pred, 2);
+  auto [y, p] = detail::float_operands("categorical_hinge", y_true, y_pred, 2);
   Expr positive = sum(y * p, {-1});
   Expr negative = reduce_max((1.0 - y) * p, {-1});
   return detail::reduce(detail::per_example(max(negative - positive + 1.0, 0.0)), o.reduction);
 }
 
 Expr hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
-  auto [y, p] = operands("hinge", y_true, y_pred);
+  auto [y, p] = detail::float_operands("hinge", y_true, y_pred);
   return detail::reduce(detail::per_example(max(1.0 - y * p, 0.0)), o.reduction);
 }
 
@@ -50,7 +43,7 @@ Expr margin_ranking(const Expr& y_true, const Expr& y_pred, const MarginOptions&
 
 // log(1 + exp(-y x)) as softplus(-y x): finite for any x.
 Expr soft_margin(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
-  auto [y, p] = operands("soft_margin", y_true, y_pred);
+  auto [y, p] = detail::float_operands("soft_margin", y_true, y_pred);
   return detail::reduce(detail::per_example(detail::softplus(neg(y * p))), o.reduction);
 }
 

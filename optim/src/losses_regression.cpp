@@ -10,33 +10,23 @@ namespace glia::losses {
 
 namespace {
 
-using detail::as;
-
-// The two operands in y_pred's float dtype, after the shape check.
-std::pair<Expr, Expr> operands(std::string_view loss, const Expr& y_true, const Expr& y_pred,
-                               int min_rank = 1) {
-  detail::check_same_shape(loss, y_true, y_pred, min_rank);
-  const DType ft = detail::float_dtype(y_pred);
-  return {as(y_true, ft), as(y_pred, ft)};
-}
-
 constexpr double kPoissonEpsilon = 1e-7;
 
 }  // namespace
 
 Expr mean_absolute_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
-  auto [y, p] = operands("mean_absolute_error", y_true, y_pred);
+  auto [y, p] = detail::float_operands("mean_absolute_error", y_true, y_pred);
   return detail::reduce(detail::per_example(abs(y - p)), o.reduction);
 }
 
 Expr mean_squared_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
-  auto [y, p] = operands("mean_squared_error", y_true, y_pred);
+  auto [y, p] = detail::float_operands("mean_squared_error", y_true, y_pred);
   return detail::reduce(detail::per_example(square(y - p)), o.reduction);
 }
 
 // log(cosh(d)) = d + softplus(-2d) - log 2: cosh(d) itself overflows from |d| ~ 89 in f32.
 Expr log_cosh(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
-  auto [y, p] = operands("log_cosh", y_true, y_pred);
+  auto [y, p] = detail::float_operands("log_cosh", y_true, y_pred);
   Expr d = p - y;
   Expr values = d + detail::softplus(d * -2.0) - std::numbers::ln2;
   return detail::reduce(detail::per_example(values), o.reduction);
@@ -48,7 +38,7 @@ Expr huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o) {
   constexpr std::string_view kName = "huber";
   check(o.delta > 0 && std::isfinite(o.delta), kName, ": delta must be finite and > 0, got ",
         o.delta);
-  auto [y, p] = operands(kName, y_true, y_pred);
+  auto [y, p] = detail::float_operands(kName, y_true, y_pred);
   Expr a = abs(y - p);
   Expr q = min(a, o.delta);
   Expr values = square(q) * 0.5 + (a - q) * o.delta;
@@ -58,7 +48,7 @@ Expr huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o) {
 // The Poisson negative log-likelihood without its log(y!) term: rate - y log(rate + eps)
 // (Axon's eps = 1e-7), or from log-rates x: exp(x) - y x.
 Expr poisson(const Expr& y_true, const Expr& y_pred, const PoissonOptions& o) {
-  auto [y, p] = operands("poisson", y_true, y_pred);
+  auto [y, p] = detail::float_operands("poisson", y_true, y_pred);
   Expr values = o.from_logits ? exp(p) - y * p : p - y * log(p + kPoissonEpsilon);
   return detail::reduce(detail::per_example(values), o.reduction);
 }
@@ -70,7 +60,7 @@ Expr cosine_similarity(const Expr& y_true, const Expr& y_pred, const CosineOptio
   constexpr std::string_view kName = "cosine_similarity";
   check(o.epsilon > 0 && std::isfinite(o.epsilon), kName, ": epsilon must be finite and > 0, got ",
         o.epsilon);
-  auto [y, p] = operands(kName, y_true, y_pred, 2);
+  auto [y, p] = detail::float_operands(kName, y_true, y_pred, 2);
   Expr dot = sum(y * p, {-1});
   Expr norms = sqrt(max(sum(square(y), {-1}) * sum(square(p), {-1}), o.epsilon * o.epsilon));
   return detail::reduce(detail::per_example(dot / norms), o.reduction);

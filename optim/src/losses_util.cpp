@@ -43,4 +43,11 @@ Expr reduce(const Expr& per_example, Reduction reduction) {
 
 Expr softplus(const Expr& x) { return max(x, 0.0) + log1p(exp(neg(abs(x)))); }
 
+std::pair<Expr, Expr> float_operands(std::string_view loss, const Expr& y_true, const Expr& y_pred,
+                                     int min_rank) {
+  check_same_shape(loss, y_true, y_pred, min_rank);
+  const DType ft = float_dtype(y_pred);
+  return {as(y_true, ft), as(y_pred, ft)};
+}
+
 }  // namespace glia::losses::detail

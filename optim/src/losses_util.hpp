@@ -3,6 +3,8 @@
 // reduction, and a softplus that stays finite at extreme arguments.
 #pragma once
 
+#include <utility>
+
 #include <string_view>
 
 #include "glia/optim/losses.hpp"
@@ -20,6 +22,9 @@ void check_same_shape(std::string_view loss, const Expr& y_true, const Expr& y_p
                       int min_rank = 1);
 // x cast to dtype (a no-op when it already has it).
 Expr as(const Expr& x, DType dtype);
+// y_true and y_pred in y_pred's float dtype, after check_same_shape.
+std::pair<Expr, Expr> float_operands(std::string_view loss, const Expr& y_true, const Expr& y_pred,
+                                     int min_rank = 1);
 // [batch, ...] -> [batch]: the mean over every axis but the first.
 Expr per_example(const Expr& values);
 // [batch] -> [batch] (none), or the scalar mean or sum.

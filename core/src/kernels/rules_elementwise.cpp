@@ -144,7 +144,9 @@ TensorType infer_cast(std::span<const TensorType> in, const Attrs& attrs) {
 // stop_gradient is the identity; only autograd treats it differently (zero gradient).
 TensorType infer_identity(std::span<const TensorType> in, const Attrs&) { return in[0]; }
 
-Tensor kernel_identity(std::span<const Tensor> in, const Attrs&, const TensorType&) { return in[0]; }
+Tensor kernel_identity(std::span<const Tensor> in, const Attrs&, const TensorType&) {
+  return in[0];
+}
 
 Tensor kernel_cast(std::span<const Tensor> in, const Attrs&, const TensorType& out_type) {
   return in[0].cast(out_type.dtype);

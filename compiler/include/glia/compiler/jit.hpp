@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "glia/compiler/backend.hpp"
-#include "glia/core/tree.hpp"
 #include "glia/core/expr.hpp"
+#include "glia/core/tree.hpp"
 
 namespace glia {
 

@@ -1,6 +1,7 @@
 // The IDX file format (MNIST, Fashion-MNIST), plain or gzip-compressed (.gz): the magic
 // number, dimensions and file size are checked before any data is read.
-//   glia::Tensor images = glia::read_idx("data/mnist/train-images-idx3-ubyte");  // u8[60000][28][28]
+//   glia::Tensor images = glia::read_idx("data/mnist/train-images-idx3-ubyte");  //
+//   u8[60000][28][28]
 #pragma once
 
 #include <string>

@@ -27,9 +27,8 @@ using TensorOptState = std::map<std::string, Tensor>;
 struct Transformation {
   std::function<OptState(const ExprParamMap& params)> init;
   // (gradients or updates so far, state, current params) -> (new updates, new state)
-  std::function<std::pair<ExprParamMap, OptState>(const ExprParamMap& updates,
-                                                  const OptState& state,
-                                                  const ExprParamMap& params)>
+  std::function<std::pair<ExprParamMap, OptState>(
+      const ExprParamMap& updates, const OptState& state, const ExprParamMap& params)>
       update;
 };
 
@@ -43,7 +42,7 @@ using Schedule = std::function<Expr(const Expr& step)>;
 // A learning rate: a number or a schedule.
 class LearningRate {
  public:
-  LearningRate(double value);    // NOLINT(google-explicit-constructor)
+  LearningRate(double value);       // NOLINT(google-explicit-constructor)
   LearningRate(Schedule schedule);  // NOLINT(google-explicit-constructor)
   // The rate at `step` (f32 scalar).
   Expr at(const Expr& step) const;
