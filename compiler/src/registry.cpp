@@ -7,6 +7,9 @@
 #include <set>
 
 #include "backends/interp/interp_backend.hpp"
+#ifdef GLIA_HAVE_CPU_BACKEND
+#include "backends/cpu/cpu_backend.hpp"
+#endif
 
 namespace glia {
 
@@ -26,6 +29,9 @@ Registry& registry() {
   static Registry* r = [] {
     auto* made = new Registry;  // never destroyed: executables may outlive static teardown
     made->backends["interp"].factory = &detail::make_interp_backend;
+#ifdef GLIA_HAVE_CPU_BACKEND
+    made->backends["cpu"].factory = &detail::make_cpu_backend;
+#endif
     return made;
   }();
   return *r;

@@ -1,0 +1,149 @@
+// dot_general on oneDNN's matmul: folding the IR's axes into a strided
+// [batch..., M, K] x [batch..., K, N] view, and the primitive made once per node.
+#include "backends/cpu/onednn_matmul.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_map>
+
+namespace glia::detail::cpu {
+
+namespace {
+
+struct Folded {
+  std::int64_t size = 1;
+  std::int64_t stride = 0;  // 0: every axis had size 1, any stride will do
+};
+
+// Axes of a row-major operand (in this order) as one dimension, when each axis
+// steps exactly over the next one's extent; size-1 axes fold anywhere.
+std::optional<Folded> fold(const Shape& shape, const std::vector<std::int64_t>& strides,
+                           const Ints& axes) {
+  Folded f;
+  for (std::int64_t ax : axes) {
+    auto a = static_cast<std::size_t>(ax);
+    std::int64_t d = shape[static_cast<int>(ax)];
+    if (d == 1) continue;
+    if (f.stride != 0 && f.stride != strides[a] * d) return std::nullopt;
+    f.size *= d;
+    f.stride = strides[a];
+  }
+  return f;
+}
+
+Ints free_axes(int rank, const Ints& batch, const Ints& contract) {
+  Ints free;
+  for (int i = 0; i < rank; ++i)
+    if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
+        std::find(contract.begin(), contract.end(), i) == contract.end())
+      free.push_back(i);
+  return free;
+}
+
+// Size-1 dimensions get the stride of the outermost one, as oneDNN's plain tags give
+// them, so that its optimised kernels recognise the layout.
+void settle_unit_strides(const std::vector<std::int64_t>& dims,
+                         std::vector<std::int64_t>& strides) {
+  std::int64_t outer = 1;
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1) outer = std::max(outer, strides[i] * dims[i]);
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] == 1) strides[i] = outer;
+}
+
+dnnl::memory::dims dims_of(const MatmulShape& s, std::int64_t rows, std::int64_t cols) {
+  dnnl::memory::dims d(s.batch.begin(), s.batch.end());
+  d.push_back(rows);
+  d.push_back(cols);
+  return d;
+}
+
+}  // namespace
+
+std::optional<MatmulShape> matmul_shape(const DotAttrs& a, const Shape& lhs, const Shape& rhs) {
+  if (a.lhs_batch.size() + 2 > static_cast<std::size_t>(DNNL_MAX_NDIMS)) return std::nullopt;
+  std::vector<std::int64_t> ls = lhs.strides(), rs = rhs.strides();
+  auto m = fold(lhs, ls, free_axes(lhs.rank(), a.lhs_batch, a.lhs_contract));
+  auto kl = fold(lhs, ls, a.lhs_contract);
+  auto kr = fold(rhs, rs, a.rhs_contract);
+  auto n = fold(rhs, rs, free_axes(rhs.rank(), a.rhs_batch, a.rhs_contract));
+  if (!m || !kl || !kr || !n) return std::nullopt;
+  MatmulShape s;
+  s.m = m->size, s.k = kl->size, s.n = n->size;
+  for (std::size_t i = 0; i < a.lhs_batch.size(); ++i) {
+    auto lb = static_cast<std::size_t>(a.lhs_batch[i]),
+         rb = static_cast<std::size_t>(a.rhs_batch[i]);
+    s.batch.push_back(lhs[static_cast<int>(lb)]);
+    s.src_strides.push_back(ls[lb]);
+    s.weights_strides.push_back(rs[rb]);
+  }
+  // Zero-size products are left to the reference kernel: nothing to gain there.
+  if (s.m == 0 || s.k == 0 || s.n == 0 ||
+      std::find(s.batch.begin(), s.batch.end(), 0) != s.batch.end())
+    return std::nullopt;
+  s.src_strides.insert(s.src_strides.end(), {m->stride, kl->stride});
+  s.weights_strides.insert(s.weights_strides.end(), {kr->stride, n->stride});
+  settle_unit_strides(dims_of(s, s.m, s.k), s.src_strides);
+  settle_unit_strides(dims_of(s, s.k, s.n), s.weights_strides);
+  // The output is (batch..., lhs free..., rhs free...), row-major: [batch..., M, N] dense.
+  s.dst_strides = Shape(dims_of(s, s.m, s.n)).strides();
+  settle_unit_strides(dims_of(s, s.m, s.n), s.dst_strides);
+  return s;
+}
+
+std::optional<MatmulStep> MatmulStep::create(const Graph& graph, const Node& node,
+                                             const dnnl::engine& engine) {
+  if (node.op != Op::dot_general || node.type.dtype != DType::f32) return std::nullopt;
+  auto shape = matmul_shape(std::get<DotAttrs>(node.attrs), graph.type(node.inputs[0]).shape,
+                            graph.type(node.inputs[1]).shape);
+  if (!shape) return std::nullopt;
+  using dt = dnnl::memory::data_type;
+  MatmulStep step;
+  step.shape_ = *shape;
+  step.engine_ = engine;
+  try {
+    step.src_ =
+        dnnl::memory::desc(dims_of(*shape, shape->m, shape->k), dt::f32, shape->src_strides);
+    step.weights_ =
+        dnnl::memory::desc(dims_of(*shape, shape->k, shape->n), dt::f32, shape->weights_strides);
+    step.dst_ =
+        dnnl::memory::desc(dims_of(*shape, shape->m, shape->n), dt::f32, shape->dst_strides);
+    dnnl::primitive_attr attr;
+    // The caller provides scratch memory per run: a primitive's own would be shared by
+    // concurrent runs of one executable.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(step.src_, step.weights_, step.dst_), attr,
+                                    engine, /*allow_empty=*/true);
+    if (!pd) return std::nullopt;
+    step.scratchpad_ = pd.scratchpad_desc();
+    step.scratchpad_bytes_ = step.scratchpad_.get_size();
+    step.impl_ = pd.impl_info_str();
+    step.primitive_ = dnnl::matmul(pd);
+  } catch (const dnnl::error&) {
+    return std::nullopt;  // a layout this oneDNN build does not take: the reference runs it
+  }
+  return step;
+}
+
+void MatmulStep::execute(const dnnl::stream& stream, const Tensor& lhs, const Tensor& rhs,
+                         Tensor& out, void* scratchpad) const {
+  // oneDNN takes non-const handles; it only reads src and weights.
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, dnnl::memory(src_, engine_, const_cast<void*>(lhs.raw_data()))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(weights_, engine_, const_cast<void*>(rhs.raw_data()))},
+      {DNNL_ARG_DST, dnnl::memory(dst_, engine_, out.raw_data())}};
+  if (scratchpad_bytes_ > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad_, engine_, scratchpad));
+  primitive_.execute(stream, args);
+}
+
+std::string MatmulStep::describe() const {
+  std::ostringstream out;
+  out << "onednn matmul ";
+  for (std::int64_t b : shape_.batch) out << b << " x ";
+  out << "[" << shape_.m << "x" << shape_.k << "]·[" << shape_.k << "x" << shape_.n << "] ("
+      << impl_ << ")";
+  return out.str();
+}
+
+}  // namespace glia::detail::cpu
