@@ -55,7 +55,15 @@ std::optional<Tensor> evaluate(const Node& n, std::span<const Tensor> args,
 class Simplifier {
  public:
   explicit Simplifier(const Graph& in)
-      : in_(in), out_(in.name()), remap_(static_cast<std::size_t>(in.size()), -1) {}
+      : in_(in),
+        out_(in.name()),
+        remap_(static_cast<std::size_t>(in.size()), -1),
+        uses_(static_cast<std::size_t>(in.size()), 0),
+        copied_(static_cast<std::size_t>(in.size()), false) {
+    for (const Node& n : in.nodes())
+      for (ValueId id : n.inputs) ++uses_[static_cast<std::size_t>(id)];
+    for (ValueId id : in.outputs()) ++uses_[static_cast<std::size_t>(id)];
+  }
 
   Graph run() {
     for (std::int64_t i = 0; i < in_.size(); ++i) {
@@ -67,9 +75,10 @@ class Simplifier {
       }
       Node n = src;
       for (ValueId& in : n.inputs) in = remap_[static_cast<std::size_t>(in)];
-      ValueId r = n.inputs.empty() ? kKeep : rewrite(n);
+      ValueId r = n.inputs.empty() ? kKeep : rewrite(n, src);
       if (r == kKeep) {
         r = out_.append(std::move(n));
+        copied_[static_cast<std::size_t>(i)] = true;
       } else {
         check(out_.type(r) == src.type, "simplify: graph '", in_.name(), "': rewriting %", i, " (",
               src.op, ") changed its type from ", src.type.to_string(), " to ",
@@ -87,11 +96,12 @@ class Simplifier {
   const TensorType& type(ValueId id) const { return out_.type(id); }
   const Node& node(ValueId id) const { return out_.node(id); }
 
-  ValueId rewrite(const Node& n) {
+  ValueId rewrite(const Node& n, const Node& src) {
     if (is_identity(n)) return n.inputs[0];
     if (ValueId r = fold(n); r != kKeep) return r;
     if (ValueId r = arithmetic(n); r != kKeep) return r;
-    return compose(n);
+    if (ValueId r = compose(n); r != kKeep) return r;
+    return keep_reduced_axes(n, src);
   }
 
   // A node whose result is its first input, unchanged.
@@ -233,9 +243,34 @@ class Simplifier {
     }
   }
 
+  // A reduction without keep_axes whose only use reshapes it to the keep_axes shape
+  // (what autograd writes) becomes one reduction with keep_axes, the form fusion
+  // and broadcasting want. With other uses it stays: two reductions would cost more.
+  ValueId keep_reduced_axes(const Node& n, const Node& src) {
+    if (n.op != Op::reshape) return kKeep;
+    auto operand = static_cast<std::size_t>(src.inputs[0]);
+    if (!copied_[operand] || uses_[operand] != 1) return kKeep;
+    const Node& inner = node(n.inputs[0]);
+    std::vector<std::int64_t> kept = type(inner.inputs[0]).shape.dims();
+    Attrs attrs;
+    if (const auto* r = std::get_if<ReduceAttrs>(&inner.attrs); r && !r->keep_axes) {
+      for (std::int64_t axis : r->axes) kept[static_cast<std::size_t>(axis)] = 1;
+      attrs = ReduceAttrs{r->axes, true};
+    } else if (const auto* a = std::get_if<ArgReduceAttrs>(&inner.attrs); a && !a->keep_axes) {
+      kept[static_cast<std::size_t>(a->axis)] = 1;
+      attrs = ArgReduceAttrs{a->axis, true};
+    } else {
+      return kKeep;
+    }
+    if (Shape(kept) != n.type.shape) return kKeep;
+    return out_.add(inner.op, inner.inputs, attrs);
+  }
+
   const Graph& in_;
   Graph out_;
   std::vector<ValueId> remap_;
+  std::vector<std::int64_t> uses_;  // per value of in_: consumers, and outputs
+  std::vector<bool> copied_;        // per value of in_: copied unchanged into out_
 };
 
 }  // namespace

@@ -58,7 +58,7 @@ class GraphGenerator {
 
   std::vector<Expr> build(const std::vector<Expr>& parameters) {
     pool_ = parameters;
-    int steps = 3 + dice_.below(10);
+    int steps = 3 + dice_.below(14);
     for (int i = 0; i < steps; ++i) pool_.push_back(step());
     std::vector<Expr> outputs;
     int n = 1 + dice_.below(3);
@@ -188,6 +188,13 @@ class GraphGenerator {
       if (dice_.chance(50)) axes.push_back(dice_.chance(50) ? i : i - x.rank());
     if (axes.empty() && x.rank() > 0 && dice_.chance(50)) axes.push_back(0);
     bool keep = dice_.chance(50);
+    if (dice_.chance(20)) {
+      // Reduced without keep_axes, then reshaped to the keep_axes shape (as autograd does).
+      std::vector<std::int64_t> kept = x.shape().dims();
+      if (axes.empty()) kept.assign(kept.size(), 1);
+      for (std::int64_t a : axes) kept[static_cast<std::size_t>(a < 0 ? a + x.rank() : a)] = 1;
+      return glia::reshape(glia::sum(x, axes, false), kept);
+    }
     switch (dice_.below(4)) {
       case 0:
         return glia::sum(x, axes, keep);
@@ -297,5 +304,5 @@ TEST(Fuzz, CompiledGraphsMatchTheInterpreter) {
     }
   }
   // The generated graphs give the passes something to do in most cases.
-  EXPECT_GT(shrunk, kCases / 2);
+  EXPECT_GT(shrunk, kCases / 3);
 }

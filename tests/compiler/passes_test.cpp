@@ -214,3 +214,35 @@ TEST(Simplify, SelectOnAConstantPredicatePicksABranch) {
   EXPECT_EQ(count(s, Op::select), 0);
   EXPECT_EQ(s.outputs(), (std::vector<ValueId>{s.parameters()[0], s.parameters()[1]}));
 }
+
+TEST(Simplify, AReductionReshapedToKeepItsAxesKeepsThem) {
+  // What autograd writes: reduce without keep_axes, then reshape to [2][1].
+  Tensor x = glia::testing::counting({2, 3});
+  Graph g = traced(
+      [](const Expr& e) {
+        return glia::reshape(glia::sum(e, {1}), {2, 1});
+      },
+      x.type());
+  Graph s = simplified(g);
+  EXPECT_EQ(computed(s), 1) << glia::to_text(s);
+  EXPECT_THAT(glia::to_text(s), HasSubstr("reduce_sum %0 [axes=[1], keep_axes=true] : f32[2][1]"));
+  EXPECT_EQ(glia::testing::values(glia::interpret(s, std::vector{x})[0]),
+            (glia::testing::V{0 + 1 + 2, 3 + 4 + 5}));
+  Graph arg = traced(
+      [](const Expr& e) {
+        return glia::reshape(glia::argmax(e, 1), {2, 1});
+      },
+      x.type());
+  EXPECT_THAT(glia::to_text(simplified(arg)), HasSubstr("keep_axes=true] : i64[2][1]"));
+  // Used elsewhere too: one reduction without keep_axes is cheaper than two.
+  Graph shared = glia::trace(
+      [](const std::vector<Expr>& in) {
+        Expr s = glia::sum(in[0], {1});
+        return std::vector<Expr>{glia::reshape(s, {2, 1}), s};
+      },
+      {x.type()});
+  Graph kept = simplified(shared);
+  EXPECT_EQ(count(kept, Op::reduce_sum), 1);
+  EXPECT_EQ(count(kept, Op::reshape), 1);
+  expect_same_results(shared, kept, {x});
+}
