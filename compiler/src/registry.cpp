@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backends/interp/interp_backend.hpp"
+#include "glia/compiler/passes.hpp"
 #ifdef GLIA_HAVE_CPU_BACKEND
 #include "backends/cpu/cpu_backend.hpp"
 #endif
@@ -82,14 +83,16 @@ std::unique_ptr<Executable> compile_graph(const Graph& graph, std::string_view b
         options.threads);
   const Backend& b = backend(backend_name);
   if (options.verify) verify(graph);
+  // The backend sees the optimized graph: it supports what is left after the passes.
+  Graph optimized = options.optimize ? optimize(graph, options) : graph;
   std::set<Op> unsupported;
-  for (const Node& n : graph.nodes())
+  for (const Node& n : optimized.nodes())
     if (!b.supports(n.op)) unsupported.insert(n.op);
   std::string missing;
   for (Op op : unsupported) missing += cat(missing.empty() ? " " : ", ", op);
   check(missing.empty(), "compile '", graph.name(), "': backend '", b.name(),
         "' does not support op(s):", missing);
-  auto exe = b.compile(graph, options);
+  auto exe = b.compile(optimized, options);
   check(exe != nullptr, "compile '", graph.name(), "': backend '", b.name(),
         "' returned no executable");
   return exe;

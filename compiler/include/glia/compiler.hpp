@@ -6,4 +6,5 @@
 #include "glia/compiler/compile.hpp"
 #include "glia/compiler/jit.hpp"
 #include "glia/compiler/memory_plan.hpp"
+#include "glia/compiler/passes.hpp"
 #include "glia/compiler/registry.hpp"

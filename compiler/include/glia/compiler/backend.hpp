@@ -16,8 +16,9 @@
 namespace glia {
 
 struct CompileOptions {
-  int threads = 0;     // worker threads for backends that use them; 0: the backend's default
-  bool verify = true;  // run glia::verify on the graph before compiling and after every pass
+  int threads = 0;       // worker threads for backends that use them; 0: the backend's default
+  bool verify = true;    // run glia::verify on the graph before compiling and after every pass
+  bool optimize = true;  // run glia::optimize (passes.hpp) before the backend compiles
 };
 
 // A compiled graph. run() may be called from several threads at once: a backend that

@@ -1,0 +1,248 @@
+// The IR passes: each rewrite of simplify on a small graph (the ops left, and the values
+// unchanged against the interpreted original), constant folding, CSE, and optimize as
+// compile_graph and jit run it.
+#include <cmath>
+#include <limits>
+
+#include "core/test_util.hpp"
+#include "glia/autograd.hpp"
+#include "glia/compiler.hpp"
+
+namespace {
+
+using glia::Expr;
+using glia::Graph;
+using glia::Op;
+using glia::Tensor;
+using glia::ValueId;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+int count(const Graph& g, Op op) {
+  int n = 0;
+  for (const glia::Node& node : g.nodes()) n += node.op == op;
+  return n;
+}
+// Nodes other than parameters: what the passes can remove.
+int computed(const Graph& g) {
+  return static_cast<int>(g.size() - static_cast<std::int64_t>(g.parameters().size()));
+}
+
+Graph simplified(const Graph& g) {
+  Graph out = glia::prune(glia::simplify(g));
+  glia::verify(out);
+  return out;
+}
+
+// The same outputs, bit for bit, from the interpreter on both graphs.
+void expect_same_results(const Graph& before, const Graph& after,
+                         const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> a = glia::interpret(before, inputs);
+  std::vector<Tensor> b = glia::interpret(after, inputs);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(glia::equal(a[i], b[i])) << "output " << i << ": " << a[i] << " vs " << b[i];
+}
+
+Graph traced(const std::function<Expr(const Expr&)>& fn, glia::TensorType type) {
+  return glia::trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in[0])}; },
+                     {type});
+}
+
+const Tensor kX = glia::testing::f32s({1, -2, 3, -4, 5, -6}, {2, 3});
+
+}  // namespace
+
+TEST(Simplify, IdentityLayoutOpsAndStopGradientAreRemoved) {
+  Graph g("identities");
+  ValueId x = g.add_parameter({glia::f32, {2, 3}}, "x");
+  ValueId v = g.add(Op::reshape, {x}, glia::ReshapeAttrs{{2, 3}});
+  v = g.add(Op::transpose, {v}, glia::TransposeAttrs{{0, 1}});
+  v = g.add(Op::broadcast, {v}, glia::BroadcastAttrs{{2, 3}, {0, 1}});
+  v = g.add(Op::cast, {v}, glia::CastAttrs{glia::f32});
+  v = g.add(Op::slice, {v}, glia::SliceAttrs{{0, 0}, {2, 3}, {1, 1}});
+  ValueId zero = g.add(Op::constant, {}, glia::ConstantAttrs{Tensor::scalar(7)});
+  v = g.add(Op::pad, {v, zero}, glia::PadAttrs{{0, 0}, {0, 0}, {0, 0}});
+  v = g.add(Op::stop_gradient, {v});
+  v = g.add(Op::reduce_sum, {v}, glia::ReduceAttrs{{}, false});
+  v = g.add(Op::concatenate, {v}, glia::AxisAttrs{1});
+  g.set_outputs({v});
+  Graph s = simplified(g);
+  EXPECT_EQ(computed(s), 0) << glia::to_text(s);
+  EXPECT_EQ(s.outputs(), std::vector<ValueId>{s.parameters()[0]});
+  expect_same_results(g, s, {kX});
+}
+
+TEST(Simplify, NonIdentityLayoutOpsStay) {
+  Graph g("layouts");
+  ValueId x = g.add_parameter({glia::f32, {2, 3}}, "x");
+  ValueId seven = g.add(Op::constant, {}, glia::ConstantAttrs{Tensor::scalar(7)});
+  g.set_outputs({
+      g.add(Op::transpose, {x}, glia::TransposeAttrs{{1, 0}}),
+      g.add(Op::slice, {x}, glia::SliceAttrs{{0, 1}, {2, 3}, {1, 1}}),
+      g.add(Op::slice, {x}, glia::SliceAttrs{{0, 0}, {2, 3}, {1, 2}}),
+      g.add(Op::pad, {x, seven}, glia::PadAttrs{{0, 1}, {0, -1}, {0, 0}}),  // same shape, shifted
+      g.add(Op::reverse, {x}, glia::AxesAttrs{{1}}),
+      g.add(Op::cast, {x}, glia::CastAttrs{glia::f64}),
+      g.add(Op::reduce_sum, {x}, glia::ReduceAttrs{{1}, true}),
+  });
+  Graph s = simplified(g);
+  EXPECT_EQ(computed(s), computed(g)) << glia::to_text(s);
+  expect_same_results(g, s, {kX});
+}
+
+TEST(Simplify, ReverseOfSizeOneAxesIsRemoved) {
+  Graph g("reverse");
+  ValueId x = g.add_parameter({glia::f32, {1, 6, 1}}, "x");
+  g.set_outputs({g.add(Op::reverse, {x}, glia::AxesAttrs{{0, 2}})});
+  EXPECT_EQ(computed(simplified(g)), 0);
+}
+
+TEST(Simplify, AddingZeroAndMultiplyingByOneAreRemoved) {
+  for (glia::DType dtype : {glia::f32, glia::i32, glia::f16}) {
+    Graph g = traced(
+        [](const Expr& x) {
+          Expr y = glia::divide(glia::subtract(glia::multiply(glia::add(x, 0), 1), 0), 1);
+          return glia::add(0, glia::multiply(1, y));
+        },
+        {dtype, {2, 3}});
+    EXPECT_GE(computed(g), 6);  // each number is a constant broadcast to x's shape
+    Graph s = simplified(g);
+    EXPECT_EQ(computed(s), 0) << glia::to_text(s);
+    expect_same_results(g, s, {kX.cast(dtype)});
+  }
+}
+
+TEST(Simplify, KeepsArithmeticThatIsNotAnIdentity) {
+  // x * 0 is NaN for inf and NaN; 0 - x, 1 / x and x + 1 are no identities either.
+  Graph g = traced([](const Expr& x) { return ((x * 0.0 + (0.0 - x)) + 1.0 / x) + 1.0; },
+                   {glia::f32, {3}});
+  Graph s = simplified(g);
+  EXPECT_EQ(count(s, Op::multiply), 1);
+  EXPECT_EQ(count(s, Op::subtract), 1);
+  EXPECT_EQ(count(s, Op::divide), 1);
+  EXPECT_EQ(count(s, Op::add), 3);
+  double inf = std::numeric_limits<double>::infinity();
+  Tensor x = glia::testing::f32s({inf, std::nan(""), 2});
+  Tensor y = glia::interpret(s, std::vector{x})[0];
+  EXPECT_TRUE(std::isnan(y.element(0)));  // inf * 0 = NaN
+  EXPECT_TRUE(std::isnan(y.element(1)));
+  EXPECT_FLOAT_EQ(y.element(2), 0 - 2 + 0.5 + 1);
+}
+
+TEST(Simplify, MultiplyByZeroKeepsNaNThroughCompileGraph) {
+  Graph g = traced([](const Expr& x) { return x * 0.0; }, {glia::f32, {3}});
+  auto exe = glia::compile_graph(g, "interp");
+  EXPECT_THAT(exe->describe(), HasSubstr("multiply"));
+  double inf = std::numeric_limits<double>::infinity();
+  Tensor y = exe->run(std::vector{glia::testing::f32s({inf, std::nan(""), -3})})[0];
+  EXPECT_TRUE(std::isnan(y.element(0)));
+  EXPECT_TRUE(std::isnan(y.element(1)));
+  EXPECT_EQ(y.element(2), 0.0);
+}
+
+TEST(Simplify, DoubleNegationCancels) {
+  Graph g2 = traced([](const Expr& x) { return -(-x); }, {glia::f32, {2, 3}});
+  EXPECT_EQ(computed(simplified(g2)), 0);
+  Graph g3 = traced([](const Expr& x) { return -(-(-x)); }, {glia::f32, {2, 3}});
+  Graph s3 = simplified(g3);
+  EXPECT_EQ(computed(s3), 1);
+  EXPECT_EQ(count(s3, Op::neg), 1);
+  expect_same_results(g3, s3, {kX});
+}
+
+TEST(Simplify, ReshapeChainsBecomeOneReshape) {
+  Graph g = traced(
+      [](const Expr& x) {
+        return glia::reshape(glia::reshape(x, {6}), {3, 2});
+      },
+      {glia::f32, {2, 3}});
+  Graph s = simplified(g);
+  EXPECT_EQ(computed(s), 1);
+  EXPECT_THAT(glia::to_text(s), HasSubstr("reshape %0 [shape=[3, 2]] : f32[3][2]"));
+  expect_same_results(g, s, {kX});
+  // Back to the original shape: nothing is left.
+  Graph back = traced(
+      [](const Expr& x) {
+        return glia::reshape(glia::reshape(x, {3, 1, 2}), {2, 3});
+      },
+      {glia::f32, {2, 3}});
+  EXPECT_EQ(computed(simplified(back)), 0);
+}
+
+TEST(Simplify, TransposeChainsComposeTheirPermutations) {
+  Tensor x = glia::testing::counting({2, 3, 4});
+  // Axes (a, b, c) -> (b, a, c) -> (b, c, a): one transpose with perm [1, 2, 0].
+  Graph g = traced(
+      [](const Expr& e) {
+        return glia::transpose(glia::transpose(e, {1, 0, 2}), {0, 2, 1});
+      },
+      x.type());
+  Graph s = simplified(g);
+  EXPECT_EQ(computed(s), 1);
+  EXPECT_THAT(glia::to_text(s), HasSubstr("transpose %0 [perm=[1, 2, 0]] : f32[3][4][2]"));
+  expect_same_results(g, s, {x});
+  // A permutation followed by its inverse: nothing is left.
+  Graph inverse = traced(
+      [](const Expr& e) {
+        return glia::transpose(glia::transpose(e, {1, 2, 0}), {2, 0, 1});
+      },
+      x.type());
+  EXPECT_EQ(computed(simplified(inverse)), 0);
+}
+
+TEST(Simplify, BroadcastChainsBecomeOneBroadcast) {
+  Graph g("broadcasts");
+  ValueId x = g.add_parameter({glia::f32, {3}}, "x");
+  ValueId b = g.add(Op::broadcast, {x}, glia::BroadcastAttrs{{2, 3}, {1}});
+  g.set_outputs({g.add(Op::broadcast, {b}, glia::BroadcastAttrs{{4, 2, 3}, {1, 2}})});
+  Graph s = simplified(g);
+  EXPECT_EQ(computed(s), 1);
+  EXPECT_THAT(glia::to_text(s), HasSubstr("broadcast %0 [shape=[4, 2, 3], dims=[2]]"));
+  expect_same_results(g, s, {glia::testing::f32s({1, 2, 3})});
+}
+
+TEST(Simplify, SelectOnAConstantPredicatePicksABranch) {
+  Graph g("select");
+  ValueId a = g.add_parameter({glia::f32, {3}}, "a");
+  ValueId b = g.add_parameter({glia::f32, {3}}, "b");
+  ValueId yes = g.add(Op::constant, {}, glia::ConstantAttrs{Tensor::scalar(1, glia::boolean)});
+  ValueId all = g.add(Op::broadcast, {yes}, glia::BroadcastAttrs{{3}, {}});
+  ValueId no = g.add(Op::not_, {all});
+  g.set_outputs({g.add(Op::select, {all, a, b}), g.add(Op::select, {no, a, b})});
+  Graph s = simplified(g);
+  EXPECT_EQ(count(s, Op::select), 0);
+  EXPECT_EQ(s.outputs(), (std::vector<ValueId>{s.parameters()[0], s.parameters()[1]}));
+}
+
+TEST(Simplify, AReductionReshapedToKeepItsAxesKeepsThem) {
+  // What autograd writes: reduce without keep_axes, then reshape to [2][1].
+  Tensor x = glia::testing::counting({2, 3});
+  Graph g = traced(
+      [](const Expr& e) {
+        return glia::reshape(glia::sum(e, {1}), {2, 1});
+      },
+      x.type());
+  Graph s = simplified(g);
+  EXPECT_EQ(computed(s), 1) << glia::to_text(s);
+  EXPECT_THAT(glia::to_text(s), HasSubstr("reduce_sum %0 [axes=[1], keep_axes=true] : f32[2][1]"));
+  EXPECT_EQ(glia::testing::values(glia::interpret(s, std::vector{x})[0]),
+            (glia::testing::V{0 + 1 + 2, 3 + 4 + 5}));
+  Graph arg = traced(
+      [](const Expr& e) {
+        return glia::reshape(glia::argmax(e, 1), {2, 1});
+      },
+      x.type());
+  EXPECT_THAT(glia::to_text(simplified(arg)), HasSubstr("keep_axes=true] : i64[2][1]"));
+  // Used elsewhere too: one reduction without keep_axes is cheaper than two.
+  Graph shared = glia::trace(
+      [](const std::vector<Expr>& in) {
+        Expr s = glia::sum(in[0], {1});
+        return std::vector<Expr>{glia::reshape(s, {2, 1}), s};
+      },
+      {x.type()});
+  Graph kept = simplified(shared);
+  EXPECT_EQ(count(kept, Op::reduce_sum), 1);
+  EXPECT_EQ(count(kept, Op::reshape), 1);
+  expect_same_results(shared, kept, {x});
+}
