@@ -36,13 +36,16 @@ inline Tensor seeded(const Shape& shape, DType dtype, double lo, double hi, unsi
 }
 
 // Runs g on `cpu` and on `interp`; each output must have the same type and be allclose.
-// Returns the cpu executable, for its describe().
+// Returns the cpu executable, for its describe(). The graph is compiled as traced (no
+// optimization passes), so each op under test reaches the backend.
 inline std::unique_ptr<Executable> expect_cpu_matches_interp(const Graph& g,
                                                              const std::vector<Tensor>& inputs,
                                                              double rtol = 1e-5,
                                                              double atol = 1e-6) {
-  auto cpu = compile_graph(g, "cpu");
-  auto interp = compile_graph(g, "interp");
+  CompileOptions as_traced;
+  as_traced.optimize = false;
+  auto cpu = compile_graph(g, "cpu", as_traced);
+  auto interp = compile_graph(g, "interp", as_traced);
   std::vector<Tensor> got = cpu->run(inputs);
   std::vector<Tensor> want = interp->run(inputs);
   EXPECT_EQ(got.size(), want.size());
