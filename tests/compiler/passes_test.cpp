@@ -15,14 +15,10 @@ using glia::Graph;
 using glia::Op;
 using glia::Tensor;
 using glia::ValueId;
+using glia::testing::count_ops;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-int count(const Graph& g, Op op) {
-  int n = 0;
-  for (const glia::Node& node : g.nodes()) n += node.op == op;
-  return n;
-}
 // Nodes other than parameters: what the passes can remove.
 int computed(const Graph& g) {
   return static_cast<int>(g.size() - static_cast<std::int64_t>(g.parameters().size()));
@@ -118,10 +114,10 @@ TEST(Simplify, KeepsArithmeticThatIsNotAnIdentity) {
   Graph g = traced([](const Expr& x) { return ((x * 0.0 + (0.0 - x)) + 1.0 / x) + 1.0; },
                    {glia::f32, {3}});
   Graph s = simplified(g);
-  EXPECT_EQ(count(s, Op::multiply), 1);
-  EXPECT_EQ(count(s, Op::subtract), 1);
-  EXPECT_EQ(count(s, Op::divide), 1);
-  EXPECT_EQ(count(s, Op::add), 3);
+  EXPECT_EQ(count_ops(s, Op::multiply), 1);
+  EXPECT_EQ(count_ops(s, Op::subtract), 1);
+  EXPECT_EQ(count_ops(s, Op::divide), 1);
+  EXPECT_EQ(count_ops(s, Op::add), 3);
   double inf = std::numeric_limits<double>::infinity();
   Tensor x = glia::testing::f32s({inf, std::nan(""), 2});
   Tensor y = glia::interpret(s, std::vector{x})[0];
@@ -147,7 +143,7 @@ TEST(Simplify, DoubleNegationCancels) {
   Graph g3 = traced([](const Expr& x) { return -(-(-x)); }, {glia::f32, {2, 3}});
   Graph s3 = simplified(g3);
   EXPECT_EQ(computed(s3), 1);
-  EXPECT_EQ(count(s3, Op::neg), 1);
+  EXPECT_EQ(count_ops(s3, Op::neg), 1);
   expect_same_results(g3, s3, {kX});
 }
 
@@ -211,7 +207,7 @@ TEST(Simplify, SelectOnAConstantPredicatePicksABranch) {
   ValueId no = g.add(Op::not_, {all});
   g.set_outputs({g.add(Op::select, {all, a, b}), g.add(Op::select, {no, a, b})});
   Graph s = simplified(g);
-  EXPECT_EQ(count(s, Op::select), 0);
+  EXPECT_EQ(count_ops(s, Op::select), 0);
   EXPECT_EQ(s.outputs(), (std::vector<ValueId>{s.parameters()[0], s.parameters()[1]}));
 }
 
@@ -242,7 +238,7 @@ TEST(Simplify, AReductionReshapedToKeepItsAxesKeepsThem) {
       },
       {x.type()});
   Graph kept = simplified(shared);
-  EXPECT_EQ(count(kept, Op::reduce_sum), 1);
-  EXPECT_EQ(count(kept, Op::reshape), 1);
+  EXPECT_EQ(count_ops(kept, Op::reduce_sum), 1);
+  EXPECT_EQ(count_ops(kept, Op::reshape), 1);
   expect_same_results(shared, kept, {x});
 }
