@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/gradcheck.hpp"
+#include "expect_error.hpp"
 #include "glia/layers.hpp"
 
 namespace glia::spatial_test {
@@ -64,9 +65,6 @@ inline void expect_values(const Tensor& got, const std::vector<double>& want, do
   expect_values(values(got), want, tol);
 }
 
-template <class Fn>
-void expect_error(Fn fn, const std::string& part) {
-  EXPECT_THAT(fn, ::testing::ThrowsMessage<Error>(::testing::HasSubstr(part)));
-}
+using ::glia::testing::expect_error;
 
 }  // namespace glia::spatial_test

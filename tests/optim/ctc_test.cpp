@@ -8,11 +8,14 @@
 #include <cmath>
 
 #include "autograd/gradcheck.hpp"
+#include "expect_error.hpp"
 #include "glia/optim/losses.hpp"
 #include "optim/losses_test_util.hpp"
 
 namespace glia {
 namespace {
+
+using ::glia::testing::expect_error;
 
 using losses::CtcOptions;
 using losses::Reduction;
@@ -123,16 +126,6 @@ TEST(Ctc, ExtremeLogitsGiveFiniteValuesAndGradients) {
     EXPECT_TRUE(testing::all_finite(value)) << value;
     EXPECT_TRUE(testing::all_finite(grad)) << grad;
     EXPECT_GT(value.item<double>(), 1e3);  // the likely paths do not spell the labels
-  }
-}
-
-template <class F>
-void expect_error(F&& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "expected glia::Error containing '" << part << "'";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(part));
   }
 }
 

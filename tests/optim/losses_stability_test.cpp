@@ -9,11 +9,14 @@
 #include <numbers>
 
 #include "autograd/gradcheck.hpp"
+#include "expect_error.hpp"
 #include "glia/optim/losses.hpp"
 #include "optim/losses_test_util.hpp"
 
 namespace glia {
 namespace {
+
+using ::glia::testing::expect_error_parts;
 
 using losses::Reduction;
 using testing::all_finite;
@@ -233,16 +236,6 @@ TEST(LossesGradients, MatchFiniteDifferences) {
 
 // ---- Errors ---------------------------------------------------------------------------------
 
-template <class F>
-void expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected glia::Error containing '" << parts[0] << "'";
-  } catch (const Error& e) {
-    for (const std::string& p : parts) EXPECT_THAT(e.what(), HasSubstr(p));
-  }
-}
-
 // Traces fn on the given input types, for its errors.
 void trace_on(const std::vector<TensorType>& types, const testing::TensorFn& fn) {
   trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{fn(in)}; }, types);
@@ -267,20 +260,20 @@ TEST(LossesErrors, ShapeMismatchNamesTheLoss) {
   };
   for (const auto& [name, loss] : all) {
     SCOPED_TRACE(name);
-    expect_error(
+    expect_error_parts(
         [&] {
           trace_on({{DType::f32, {4, 3}}, {DType::f32, {4, 2}}},
                    [&](auto& in) { return loss(in[0], in[1]); });
         },
         {name + ": y_true f32[4][3] and y_pred f32[4][2] must have the same shape"});
-    expect_error(
+    expect_error_parts(
         [&] {
           trace_on({{DType::f32, {}}, {DType::f32, {}}},
                    [&](auto& in) { return loss(in[0], in[1]); });
         },
         {name + ": y_pred f32", "needs a batch"});
   }
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {3}}, {DType::f32, {2, 4}}},
                  [](auto& in) { return losses::margin_ranking(in[0], in[1]); });
@@ -293,37 +286,37 @@ TEST(LossesErrors, CrossEntropyArguments) {
   auto cce = [](O o) {
     return [o](auto& in) { return losses::categorical_cross_entropy(in[0], in[1], o); };
   };
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4}}, {DType::f32, {4, 3}}}, cce({.sparse = true}));
       },
       {"categorical_cross_entropy: sparse labels must have an integer dtype, got f32[4]"});
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::i64, {4, 1}}, {DType::f32, {4, 3}}}, cce({.sparse = true}));
       },
       {"categorical_cross_entropy: sparse y_true i64[4][1]", "shape [4]"});
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::i64, {4}}, {DType::f32, {4, 3}}}, cce({}));
       },
       {"categorical_cross_entropy", "need sparse = true"});
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4}}, {DType::f32, {4}}}, cce({}));
       },
       {"categorical_cross_entropy: y_pred f32[4] needs a batch and a class axis"});
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4, 3}}, {DType::f32, {4, 3}}}, cce({.class_weights = {1, 2}}));
       },
       {"categorical_cross_entropy: class_weights has 2 entries, expected 3"});
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4, 3}}, {DType::f32, {4, 3}}}, cce({.class_weights = {1, -2, 1}}));
       },
       {"class weight -2 must be finite and >= 0"});
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4, 3}}, {DType::f32, {4, 3}}}, cce({.label_smoothing = 1.5}));
       },
@@ -331,12 +324,12 @@ TEST(LossesErrors, CrossEntropyArguments) {
   auto bce = [](O o) {
     return [o](auto& in) { return losses::binary_cross_entropy(in[0], in[1], o); };
   };
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4}}, {DType::f32, {4}}}, bce({.sparse = true}));
       },
       {"binary_cross_entropy: sparse labels do not apply"});
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4}}, {DType::f32, {4}}}, bce({.class_weights = {1, 2, 3}}));
       },
@@ -344,13 +337,13 @@ TEST(LossesErrors, CrossEntropyArguments) {
 }
 
 TEST(LossesErrors, OptionRanges) {
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4}}, {DType::f32, {4}}},
                  [](auto& in) { return losses::huber(in[0], in[1], {.delta = 0}); });
       },
       {"huber: delta must be finite and > 0, got 0"});
-  expect_error(
+  expect_error_parts(
       [&] {
         trace_on({{DType::f32, {4, 2}}, {DType::f32, {4, 2}}},
                  [](auto& in) { return losses::cosine_similarity(in[0], in[1], {.epsilon = -1}); });

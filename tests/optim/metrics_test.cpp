@@ -4,11 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "expect_error.hpp"
 #include "glia/optim/metrics.hpp"
 #include "optim/losses_test_util.hpp"
 
 namespace glia {
 namespace {
+
+using ::glia::testing::expect_error;
 
 using metrics::MetricOptions;
 using testing::f64;
@@ -147,16 +150,6 @@ TEST(Metrics, RunningAggregates) {
   EXPECT_NEAR(sums[2], 1.5, 1e-15);
   EXPECT_THAT([] { metrics::aggregate(Aggregate::running_average, 0, 1, 0); },
               ::testing::ThrowsMessage<Error>(HasSubstr("count is the number of batches")));
-}
-
-template <class F>
-void expect_error(F&& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "expected glia::Error containing '" << part << "'";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(part));
-  }
 }
 
 void trace_metric(const std::vector<TensorType>& types, const MetricFn& m) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "expect_error.hpp"
 #include "glia/optim/optimizers.hpp"
 #include "glia/optim/schedules.hpp"
 #include "golden_fixture.hpp"
@@ -12,6 +13,8 @@
 
 namespace glia {
 namespace {
+
+using ::glia::testing::expect_error;
 
 using namespace optim_test;
 
@@ -290,10 +293,6 @@ TEST(ScheduledLearningRate, TheCountIsKeptInTheState) {
 }
 
 // ---- Errors -----------------------------------------------------------------------------
-
-void expect_error(const std::function<void()>& make, const std::string& part) {
-  EXPECT_THAT(make, ThrowsMessage<Error>(HasSubstr(part)));
-}
 
 TEST(OptimizerErrors, BadHyperparametersNameTheOptimizer) {
   expect_error([] { optimizers::sgd(-0.1); },

@@ -3,11 +3,14 @@
 #include <cmath>
 #include <numbers>
 
+#include "expect_error.hpp"
 #include "glia/optim/schedules.hpp"
 #include "optim/transform_test_util.hpp"
 
 namespace glia {
 namespace {
+
+using ::glia::testing::expect_error;
 
 using namespace optim_test;
 namespace sc = schedules;
@@ -24,10 +27,6 @@ void expect_schedule(const Schedule& s, const std::vector<std::pair<std::int64_t
     EXPECT_EQ(got.type(), (TensorType{DType::f32, {}})) << "step " << step;
     EXPECT_NEAR(got.item<double>(), value, 1e-6 * std::abs(value) + 1e-7) << "step " << step;
   }
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& part) {
-  EXPECT_THAT(fn, ThrowsMessage<Error>(HasSubstr(part)));
 }
 
 TEST(Constant, IsTheValueAtEveryStep) {

@@ -1,6 +1,7 @@
 // The transformation API around the transformations: compose (order, state prefixes),
 // apply_updates, the tree helpers, learning rates, stable state types across updates (so a
 // training step keeps one signature), and hyperparameter errors.
+#include "expect_error.hpp"
 #include "glia/optim/optimizers.hpp"
 #include "glia/optim/schedules.hpp"
 #include "glia/optim/transforms.hpp"
@@ -9,15 +10,13 @@
 namespace glia {
 namespace {
 
+using ::glia::testing::expect_error;
+
 using namespace optim_test;
 namespace tx = transforms;
 using Vec = std::vector<double>;
 
 ParamMap leaf(const Vec& v) { return {{"l", {{"w", Tensor::from(v)}}}}; }
-
-void expect_error(const std::function<void()>& fn, const std::string& part) {
-  EXPECT_THAT(fn, ThrowsMessage<Error>(HasSubstr(part)));
-}
 
 TEST(Compose, AppliesInOrder) {
   ParamMap g = leaf({0.8, -0.3});

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ inline void unravel(std::int64_t flat, const Shape& shape, std::vector<std::int6
     flat = d ? flat / d : 0;
   }
 }
+
+// The accumulator of sums and products of T in the reference kernels: floats in double;
+// integers in u64, whose wrap-around is well defined and equals the narrower type's
+// after the final conversion.
+template <class T>
+using wide_t = std::conditional_t<is_float(dtype_of<T>()), double, std::uint64_t>;
 
 // Typed pointers into a tensor (storage type T).
 template <class T>

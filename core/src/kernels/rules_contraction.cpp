@@ -11,10 +11,6 @@ namespace glia::detail {
 
 namespace {
 
-// Integers accumulate in u64, whose wrap-around equals the element type's after conversion.
-template <class T>
-using wide_t = std::conditional_t<is_float(dtype_of<T>()), double, std::uint64_t>;
-
 template <class T>
 wide_t<T> widen(T v) {
   return static_cast<wide_t<T>>(static_cast<compute_t<T>>(v));

@@ -106,7 +106,7 @@ Tensor kernel_scatter_add(std::span<const Tensor> in, const Attrs& attrs, const 
     if constexpr (!std::is_same_v<T, bool>) {
       // Float sums accumulate in double; integer sums wrap around, so they accumulate in
       // u64, where overflow is defined, and are narrowed modulo 2^bits at the end.
-      using Acc = std::conditional_t<is_float(dtype_of<T>()), double, std::uint64_t>;
+      using Acc = wide_t<T>;
       auto widen = [](T v) {
         if constexpr (std::is_same_v<Acc, double>)
           return static_cast<double>(static_cast<compute_t<T>>(v));

@@ -36,11 +36,6 @@ TensorType infer_reduce(std::span<const TensorType> in, const Attrs& attrs) {
   return {in[0].dtype, reduced_shape(in[0].shape, a.axes, a.keep_axes)};
 }
 
-// Floats accumulate in double; integers in u64, whose wrap-around is well defined and
-// equals the wrap-around of the narrower type after the final conversion.
-template <class T>
-using wide_t = std::conditional_t<is_float(dtype_of<T>()), double, std::uint64_t>;
-
 struct SumOp {
   template <class T>
   static wide_t<T> init() {

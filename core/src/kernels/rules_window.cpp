@@ -109,13 +109,9 @@ class WindowWalker {
   std::vector<std::int64_t> positions_;
 };
 
-// Float sums accumulate in double; integer sums in u64, which wraps like the dtype.
 template <class T>
-using SumAcc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, std::uint64_t>;
-
-template <class T>
-T from_acc(SumAcc<T> v) {
-  if constexpr (std::is_same_v<SumAcc<T>, double>)
+T from_acc(wide_t<T> v) {
+  if constexpr (std::is_same_v<wide_t<T>, double>)
     return convert_element<T>(v);
   else
     return static_cast<T>(v);
@@ -146,9 +142,9 @@ Tensor kernel_window_sum(std::span<const Tensor> in, const Attrs& attrs, const T
       std::vector<std::int64_t> index;
       for (std::int64_t i = 0; i < y.numel(); ++i) {
         unravel(i, out.shape, index);
-        SumAcc<T> acc = 0;
+        wide_t<T> acc = 0;
         for (std::int64_t p : walker.positions(index))
-          if (p >= 0) acc += static_cast<SumAcc<T>>(static_cast<compute_t<T>>(x[p]));
+          if (p >= 0) acc += static_cast<wide_t<T>>(static_cast<compute_t<T>>(x[p]));
         o[i] = from_acc<T>(acc);
       }
     }
@@ -188,7 +184,7 @@ Tensor kernel_select_and_scatter(std::span<const Tensor> in, const Attrs& attrs,
       using C = compute_t<T>;
       const T* x = in_ptr<T>(in[0]);    // operand (d0, d1, ...)
       const T* src = in_ptr<T>(in[1]);  // one value per window (w0, w1, ...)
-      std::vector<SumAcc<T>> acc(static_cast<std::size_t>(y.numel()), 0);
+      std::vector<wide_t<T>> acc(static_cast<std::size_t>(y.numel()), 0);
       WindowWalker walker(in[0].shape(), attrs_as<WindowAttrs>(attrs));
       std::vector<std::int64_t> index;
       for (std::int64_t i = 0; i < in[1].numel(); ++i) {
@@ -203,7 +199,7 @@ Tensor kernel_select_and_scatter(std::span<const Tensor> in, const Attrs& attrs,
           if (chosen < 0 || better) chosen = p, best = v;
         }
         if (chosen >= 0)
-          acc[static_cast<std::size_t>(chosen)] += static_cast<SumAcc<T>>(static_cast<C>(src[i]));
+          acc[static_cast<std::size_t>(chosen)] += static_cast<wide_t<T>>(static_cast<C>(src[i]));
       }
       T* o = out_ptr<T>(y);
       for (std::int64_t i = 0; i < y.numel(); ++i)
