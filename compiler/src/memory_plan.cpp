@@ -2,6 +2,7 @@
 #include "glia/compiler/memory_plan.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace glia {
@@ -24,6 +25,52 @@ std::string MemoryPlan::to_string() const {
   return cat(value_count, " values, peak ", peak_live_bytes, " B live, arena ", arena_bytes, " B");
 }
 
+ArenaLayout pack_arena(const std::vector<Lifetime>& lifetimes, std::int64_t alignment) {
+  check(alignment > 0, "pack_arena: alignment must be positive, got ", alignment);
+  ArenaLayout layout;
+  layout.offsets.assign(lifetimes.size(), 0);
+  // Peak: bytes born at a step minus bytes whose last step was the one before.
+  std::map<std::int64_t, std::int64_t> delta;
+  for (const Lifetime& l : lifetimes) {
+    check(l.begin <= l.end && l.bytes >= 0, "pack_arena: bad lifetime [", l.begin, ", ", l.end,
+          "] of ", l.bytes, " bytes");
+    delta[l.begin] += l.bytes;
+    delta[l.end + 1] -= l.bytes;
+  }
+  std::int64_t live = 0;
+  for (const auto& [step, d] : delta) {
+    live += d;
+    layout.peak_live_bytes = std::max(layout.peak_live_bytes, live);
+  }
+
+  std::vector<std::size_t> order(lifetimes.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return lifetimes[a].bytes > lifetimes[b].bytes;
+  });
+  std::vector<std::size_t> placed;
+  std::vector<std::size_t> clashes;
+  for (std::size_t v : order) {
+    const Lifetime& l = lifetimes[v];
+    clashes.clear();
+    for (std::size_t p : placed)
+      if (lifetimes[p].begin <= l.end && l.begin <= lifetimes[p].end && lifetimes[p].bytes > 0)
+        clashes.push_back(p);
+    std::sort(clashes.begin(), clashes.end(),
+              [&](std::size_t a, std::size_t b) { return layout.offsets[a] < layout.offsets[b]; });
+    std::int64_t offset = 0;
+    if (l.bytes > 0)
+      for (std::size_t p : clashes) {
+        if (offset + l.bytes <= layout.offsets[p]) break;
+        offset = std::max(offset, round_up(layout.offsets[p] + lifetimes[p].bytes, alignment));
+      }
+    layout.offsets[v] = offset;
+    layout.arena_bytes = std::max(layout.arena_bytes, round_up(offset + l.bytes, alignment));
+    placed.push_back(v);
+  }
+  return layout;
+}
+
 MemoryPlan plan_memory(const Graph& g, std::int64_t alignment) {
   check(alignment > 0, "plan_memory: alignment must be positive, got ", alignment);
   const auto n = static_cast<std::size_t>(g.size());
@@ -37,51 +84,19 @@ MemoryPlan plan_memory(const Graph& g, std::int64_t alignment) {
       plan.last_use[static_cast<std::size_t>(in)] = static_cast<std::int64_t>(i);
   for (ValueId out : g.outputs()) plan.last_use[static_cast<std::size_t>(out)] = g.size();
 
-  // Peak: while node i runs, its result and every value still to be read are alive.
-  std::vector<std::int64_t> freed_after(n + 1, 0);
-  std::int64_t live = 0;
-  std::vector<std::size_t> order;
+  std::vector<Lifetime> lifetimes;
+  std::vector<std::size_t> ids;
   for (std::size_t i = 0; i < n; ++i) {
     const Node& node = g.nodes()[i];
-    if (planned(node)) {
-      std::int64_t bytes = value_bytes(node.type);
-      live += bytes;
-      freed_after[static_cast<std::size_t>(std::min<std::int64_t>(plan.last_use[i], g.size()))] +=
-          bytes;
-      order.push_back(i);
-      ++plan.value_count;
-    }
-    plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
-    live -= freed_after[i];
+    if (!planned(node)) continue;
+    lifetimes.push_back({static_cast<std::int64_t>(i), plan.last_use[i], value_bytes(node.type)});
+    ids.push_back(i);
   }
-
-  // Largest first; each takes the lowest aligned offset clear of every placed value
-  // whose lifetime overlaps its own.
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return value_bytes(g.nodes()[a].type) > value_bytes(g.nodes()[b].type);
-  });
-  struct Placed {
-    std::int64_t begin, end, offset, bytes;
-  };
-  std::vector<Placed> placed;
-  for (std::size_t v : order) {
-    std::int64_t bytes = value_bytes(g.nodes()[v].type);
-    auto begin = static_cast<std::int64_t>(v), end = plan.last_use[v];
-    std::vector<Placed> clashes;
-    for (const Placed& p : placed)
-      if (p.begin <= end && begin <= p.end && p.bytes > 0) clashes.push_back(p);
-    std::sort(clashes.begin(), clashes.end(),
-              [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
-    std::int64_t offset = 0;
-    if (bytes > 0)
-      for (const Placed& p : clashes) {
-        if (offset + bytes <= p.offset) break;
-        offset = std::max(offset, round_up(p.offset + p.bytes, alignment));
-      }
-    plan.offsets[v] = offset;
-    plan.arena_bytes = std::max(plan.arena_bytes, round_up(offset + bytes, alignment));
-    placed.push_back({begin, end, offset, bytes});
-  }
+  ArenaLayout layout = pack_arena(lifetimes, alignment);
+  for (std::size_t k = 0; k < ids.size(); ++k) plan.offsets[ids[k]] = layout.offsets[k];
+  plan.value_count = static_cast<std::int64_t>(ids.size());
+  plan.arena_bytes = layout.arena_bytes;
+  plan.peak_live_bytes = layout.peak_live_bytes;
   return plan;
 }
 

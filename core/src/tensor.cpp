@@ -1,5 +1,6 @@
 #include "glia/core/tensor.hpp"
 
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -13,12 +14,17 @@ namespace {
 
 constexpr std::size_t kAlignment = 64;
 
-std::shared_ptr<std::byte> allocate(std::size_t nbytes) {
+std::atomic<std::int64_t> g_allocations{0};
+std::atomic<std::int64_t> g_allocated_bytes{0};
+
+std::shared_ptr<std::byte> allocate(std::size_t nbytes, bool zero) {
   // One byte at least, so that a zero-size tensor still has (unique) storage.
   std::size_t size = (std::max<std::size_t>(nbytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, size);
   if (p == nullptr) throw Error(cat("Tensor: could not allocate ", nbytes, " bytes"));
-  std::memset(p, 0, size);
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  g_allocated_bytes.fetch_add(static_cast<std::int64_t>(size), std::memory_order_relaxed);
+  if (zero) std::memset(p, 0, size);
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
 }
 
@@ -82,7 +88,29 @@ void print_nested(std::ostream& out, const Tensor& t, int axis, std::int64_t off
 }  // namespace
 
 Tensor::Tensor(DType dtype, Shape shape) : type_{dtype, std::move(shape)} {
-  storage_ = allocate(nbytes());
+  storage_ = allocate(nbytes(), true);
+}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  Tensor t;
+  t.type_ = TensorType{dtype, std::move(shape)};
+  t.storage_ = allocate(t.nbytes(), false);
+  return t;
+}
+
+Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> storage) {
+  check(storage != nullptr, "Tensor::wrap: null storage");
+  check(reinterpret_cast<std::uintptr_t>(storage.get()) % kAlignment == 0,
+        "Tensor::wrap: storage must be ", kAlignment, "-byte aligned");
+  Tensor t;
+  t.type_ = TensorType{dtype, std::move(shape)};
+  t.storage_ = std::move(storage);
+  return t;
+}
+
+AllocationStats allocation_stats() {
+  return {g_allocations.load(std::memory_order_relaxed),
+          g_allocated_bytes.load(std::memory_order_relaxed)};
 }
 
 std::size_t Tensor::nbytes() const {

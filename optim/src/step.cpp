@@ -228,12 +228,13 @@ TrainState TrainStep::init(ModelState model, std::uint64_t seed) const {
 
 StepOutput TrainStep::operator()(TrainState& state, const Tensor& x, const Tensor& y) const {
   check_batch(x, y, "TrainStep");
-  // Assigning the outputs drops the state's references to the old tensors, so the step
-  // keeps no second copy alive; when the step throws, the state is left as it was.
-  auto [params, model_state, opt, loss, metrics] =
-      impl_->step(state.model.params, state.model.state, state.optimizer, x, y,
-                  Tensor::scalar(static_cast<double>(state.step), DType::i64),
-                  Tensor::scalar(state.lr_scale, DType::f32), random::key(state.seed));
+  // The state is donated: parameters and optimizer state nobody else holds are updated
+  // in place, so there are never two copies of them. A bad batch is reported before the
+  // state is given up, leaving it as it was.
+  auto [params, model_state, opt, loss, metrics] = impl_->step.call_donating(
+      std::move(state.model.params), std::move(state.model.state), std::move(state.optimizer),
+      Tensor(x), Tensor(y), Tensor::scalar(static_cast<double>(state.step), DType::i64),
+      Tensor::scalar(state.lr_scale, DType::f32), random::key(state.seed));
   state.model.params = std::move(params);
   state.model.state = std::move(model_state);
   state.optimizer = std::move(opt);

@@ -241,11 +241,13 @@ TEST_P(CpuOpTest, MatchesInterp) {
                     cat(op_name(op), "_", c.name));
     ASSERT_GE(count_ops(g, op), 1) << "the case does not use " << op << ":\n" << to_text(g);
     auto exe = expect_cpu_matches_interp(g, c.inputs);
-    std::string step = op == Op::parameter ? "= input 0"
-                       : op == Op::dot_general && c.name == "f32"
-                           ? "= onednn matmul"
-                           : cat("= reference ", op_name(op));
-    EXPECT_THAT(exe->describe(), ::testing::HasSubstr(step));
+    // Constants are bound, not computed; every other op is named by the kernel running it.
+    if (op == Op::constant) continue;
+    std::string step = op == Op::parameter                          ? "= input 0"
+                       : op == Op::dot_general && c.name == "f32" ? "= onednn matmul"
+                                                                   : std::string(op_name(op));
+    std::string text = exe->describe();
+    EXPECT_THAT(text.substr(0, text.find("\ngraph ")), ::testing::HasSubstr(step));
   }
 }
 

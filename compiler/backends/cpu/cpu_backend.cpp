@@ -1,20 +1,21 @@
-// The `cpu` backend: compiling turns a graph into a program of steps, one per node,
-// made once: dot_general nodes that are f32 (batched) matmuls become oneDNN matmul
-// primitives, every other node runs its op's reference kernel. Threads: oneDNN's CPU
-// runtime here is OpenMP (Debian's libdnnl is built with DNNL_CPU_RUNTIME=OMP, libgomp);
-// CompileOptions::threads sets the OpenMP thread count of the calling thread while a
-// program is compiled and while it runs (0 leaves OpenMP's default, OMP_NUM_THREADS).
+// The `cpu` backend: compiling lowers the graph into kernels — oneDNN primitives, fused
+// element-wise groups, reference kernels for the rest (program.hpp) — orders them, and
+// plans one arena for the values they pass each other. Running binds the inputs, gives
+// each kernel its output buffers (arena slices; a donated input for an output of its
+// type; last run's output buffer when the caller let go of it) and runs the kernels.
+// Threads: oneDNN's CPU runtime here is OpenMP (Debian's libdnnl, libgomp), and the fused
+// kernels use the same pool; CompileOptions::threads sets the OpenMP thread count of the
+// calling thread while a program is compiled and while it runs (0: OMP_NUM_THREADS).
 #include "backends/cpu/cpu_backend.hpp"
 
 #include <algorithm>
-#include <map>
-#include <memory>
-#include <optional>
+#include <mutex>
+#include <queue>
 #include <sstream>
 
 #include <dnnl.hpp>
 
-#include "backends/cpu/onednn_matmul.hpp"
+#include "backends/cpu/program.hpp"
 
 #if defined(GLIA_CPU_OPENMP) && DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
 #include <omp.h>
@@ -25,12 +26,14 @@ namespace glia::detail {
 
 namespace {
 
+using cpu::Kernel;
+
 // Sets the calling thread's OpenMP thread count for its lifetime (nothing for 0).
 class ThreadScope {
  public:
   explicit ThreadScope([[maybe_unused]] int threads) {
 #ifdef GLIA_CPU_SETS_THREADS
-    if (threads > 0) {
+    if (threads > 0 && threads != omp_get_max_threads()) {
       previous_ = omp_get_max_threads();
       omp_set_num_threads(threads);
     }
@@ -50,110 +53,111 @@ class ThreadScope {
 
 std::string threads_text(int threads) {
 #ifdef GLIA_CPU_SETS_THREADS
-  if (threads > 0) return cat(threads, " (OpenMP, oneDNN's CPU runtime)");
-  return cat("default, ", omp_get_max_threads(), " (OpenMP, oneDNN's CPU runtime)");
+  if (threads > 0) return cat(threads, " (OpenMP, shared with oneDNN)");
+  return cat("default, ", omp_get_max_threads(), " (OpenMP, shared with oneDNN)");
 #else
   return cat("the default of oneDNN's CPU runtime (this build cannot set them; asked for ", threads,
              ")");
 #endif
 }
 
-// One node of the program. Parameters only bind an input.
-struct Step {
-  ValueId id = 0;
-  std::optional<cpu::MatmulStep> matmul;  // empty: the reference kernel
-  std::vector<ValueId> release;           // values no later step reads
+std::int64_t value_bytes(const TensorType& t) {
+  return t.shape.numel() * static_cast<std::int64_t>(dtype_size(t.dtype));
+}
+
+// Kernels in an order that runs every producer before its readers (Kahn's algorithm,
+// earliest graph node first, so the order follows the graph where it can).
+std::vector<std::unique_ptr<Kernel>> schedule(const Graph& graph,
+                                              std::vector<std::unique_ptr<Kernel>> kernels) {
+  const auto n = static_cast<std::size_t>(graph.size());
+  std::vector<int> producer(n, -1);
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    for (ValueId out : kernels[k]->outputs) producer[static_cast<std::size_t>(out)] = int(k);
+  std::vector<std::vector<int>> readers(kernels.size());
+  std::vector<int> waiting(kernels.size(), 0);
+  std::vector<ValueId> first(kernels.size());
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    first[k] = *std::min_element(kernels[k]->covered.begin(), kernels[k]->covered.end());
+    for (ValueId in : kernels[k]->inputs) {
+      Op op = graph.nodes()[static_cast<std::size_t>(in)].op;
+      if (op == Op::parameter || op == Op::constant) continue;
+      int p = producer[static_cast<std::size_t>(in)];
+      check(p >= 0, "cpu backend: kernel '", kernels[k]->describe(), "' reads %", in,
+            " which no kernel outputs");
+      readers[static_cast<std::size_t>(p)].push_back(int(k));
+      ++waiting[k];
+    }
+  }
+  auto later = [&](int a, int b) { return first[std::size_t(a)] > first[std::size_t(b)]; };
+  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    if (waiting[k] == 0) ready.push(int(k));
+  std::vector<std::unique_ptr<Kernel>> ordered;
+  while (!ready.empty()) {
+    int k = ready.top();
+    ready.pop();
+    for (int r : readers[std::size_t(k)])
+      if (--waiting[std::size_t(r)] == 0) ready.push(r);
+    ordered.push_back(std::move(kernels[std::size_t(k)]));
+  }
+  check(ordered.size() == kernels.size(), "cpu backend: the kernels of graph '", graph.name(),
+        "' depend on each other in a cycle");
+  return ordered;
+}
+
+// Where an output of a kernel lives while the program runs.
+struct Placement {
+  enum Kind { none, arena, escaping, self } kind = none;
+  std::int64_t offset = 0;  // arena
+  int output_slot = -1;     // escaping: the index of its reusable output buffer
+  int donor = -1;           // escaping: the input whose storage it may take
+};
+
+// Per concurrent run: the arena (with a tensor per arena value, made once), the
+// scratchpad, the value table and last run's output buffers.
+struct Workspace {
+  std::shared_ptr<Tensor> arena;
+  std::vector<Tensor> arena_values;  // by value id (undefined where not in the arena)
+  Tensor scratchpad;
+  std::vector<Tensor> values;
+  std::vector<Tensor> output_buffers;
 };
 
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(const Graph& graph, int threads, const dnnl::engine& engine)
-      : graph_(graph), plan_(plan_memory(graph_)), engine_(engine), threads_(threads) {
+      : graph_(graph), engine_(engine), threads_(threads) {
     ThreadScope scope(threads_);  // oneDNN picks its kernels for the thread count it sees
-    std::vector<std::int64_t> last_use(static_cast<std::size_t>(graph_.size()), -1);
-    for (std::int64_t i = 0; i < graph_.size(); ++i)
-      for (ValueId in : graph_.nodes()[static_cast<std::size_t>(i)].inputs)
-        last_use[static_cast<std::size_t>(in)] = i;
-    for (ValueId out : graph_.outputs()) last_use[static_cast<std::size_t>(out)] = graph_.size();
-    steps_.resize(static_cast<std::size_t>(graph_.size()));
-    for (std::int64_t i = 0; i < graph_.size(); ++i) {
-      const Node& n = graph_.nodes()[static_cast<std::size_t>(i)];
-      Step& step = steps_[static_cast<std::size_t>(i)];
-      step.id = static_cast<ValueId>(i);
-      step.matmul = cpu::MatmulStep::create(graph_, n, engine_);
-      if (step.matmul)
-        scratchpad_bytes_ = std::max(scratchpad_bytes_, step.matmul->scratchpad_bytes());
-      for (ValueId in : n.inputs)
-        if (last_use[static_cast<std::size_t>(in)] == i &&
-            std::find(step.release.begin(), step.release.end(), in) == step.release.end())
-          step.release.push_back(in);
-    }
+    cpu::Lowering lowering(graph_, engine_);
+    cpu::lower_onednn(lowering);
+    cpu::lower_reference(lowering);
+    kernels_ = schedule(graph_, lowering.take_kernels());
+    for (const auto& k : kernels_)
+      scratchpad_bytes_ = std::max(scratchpad_bytes_, k->scratchpad_bytes());
+    plan();
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) const override {
     check_inputs(inputs);
-    ThreadScope scope(threads_);
-    dnnl::stream stream(engine_);
-    // One scratchpad per run, big enough for every primitive, 64-byte aligned.
-    std::vector<std::byte> scratch(scratchpad_bytes_ > 0 ? scratchpad_bytes_ + 64 : 0);
-    void* scratchpad = scratch.data();
-    std::size_t space = scratch.size();
-    if (scratchpad_bytes_ > 0) std::align(64, scratchpad_bytes_, scratchpad, space);
+    std::vector<Tensor> bound(inputs.begin(), inputs.end());
+    return execute(bound, false);
+  }
 
-    std::vector<Tensor> values(static_cast<std::size_t>(graph_.size()));
-    std::vector<Tensor> args;
-    for (const Step& step : steps_) {
-      const Node& n = graph_.nodes()[static_cast<std::size_t>(step.id)];
-      Tensor& result = values[static_cast<std::size_t>(step.id)];
-      if (n.op == Op::parameter) {
-        result = inputs[static_cast<std::size_t>(std::get<ParameterAttrs>(n.attrs).index)];
-      } else if (step.matmul) {
-        result = Tensor(n.type.dtype, n.type.shape);
-        step.matmul->execute(stream, values[static_cast<std::size_t>(n.inputs[0])],
-                             values[static_cast<std::size_t>(n.inputs[1])], result, scratchpad);
-        stream.wait();
-      } else {
-        args.clear();
-        for (ValueId in : n.inputs) args.push_back(values[static_cast<std::size_t>(in)]);
-        result = op_info(n.op).kernel(args, n.attrs, n.type);
-      }
-      for (ValueId in : step.release) values[static_cast<std::size_t>(in)] = Tensor();
-    }
-    std::vector<Tensor> outputs;
-    for (ValueId out : graph_.outputs()) outputs.push_back(values[static_cast<std::size_t>(out)]);
-    return outputs;
+  std::vector<Tensor> run_donated(std::vector<Tensor>&& inputs) const override {
+    check_inputs(inputs);
+    std::vector<Tensor> bound = std::move(inputs);
+    return execute(bound, true);
   }
 
   const MemoryPlan& memory_plan() const override { return plan_; }
 
-  std::string describe() const override {
-    int matmuls = 0, references = 0;
-    std::ostringstream lines;
-    for (const Step& step : steps_) {
-      const Node& n = graph_.nodes()[static_cast<std::size_t>(step.id)];
-      lines << "    %" << step.id << " = ";
-      if (n.op == Op::parameter) {
-        lines << "input " << std::get<ParameterAttrs>(n.attrs).index;
-      } else if (step.matmul) {
-        ++matmuls;
-        lines << step.matmul->describe();
-      } else {
-        ++references;
-        lines << "reference " << op_name(n.op);
-      }
-      lines << " : " << n.type.to_string() << "\n";
-    }
-    std::ostringstream out;
-    out << "cpu executable '" << graph_.name() << "': " << graph_.size() << " values, "
-        << graph_.parameters().size() << " input(s), " << graph_.outputs().size() << " output(s); "
-        << matmuls << " onednn matmul step(s), " << references << " reference step(s)\n"
-        << "  threads: " << threads_text(threads_) << "\n  steps:\n"
-        << lines.str() << "  memory: " << plan_.to_string() << "\n"
-        << to_text(graph_);
-    return out.str();
-  }
+  std::string describe() const override;
 
  private:
+  void plan();
+  std::vector<Tensor> execute(std::vector<Tensor>& inputs, bool donate) const;
+  std::unique_ptr<Workspace> make_workspace() const;
+
   void check_inputs(std::span<const Tensor> inputs) const {
     check(inputs.size() == graph_.parameters().size(), "run: graph '", graph_.name(), "' takes ",
           graph_.parameters().size(), " input(s), got ", inputs.size());
@@ -166,17 +170,215 @@ class CpuExecutable final : public Executable {
   }
 
   Graph graph_;
-  MemoryPlan plan_;
   dnnl::engine engine_;
   int threads_ = 0;
-  std::vector<Step> steps_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+  std::vector<Placement> placement_;                 // by value id
+  std::vector<std::vector<ValueId>> release_after_;  // by kernel position
+  std::vector<std::pair<ValueId, Tensor>> constants_;
+  int output_slots_ = 0;
   std::size_t scratchpad_bytes_ = 0;
+  MemoryPlan plan_;
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<Workspace>> pool_;
 };
+
+void CpuExecutable::plan() {
+  const auto n = static_cast<std::size_t>(graph_.size());
+  placement_.assign(n, {});
+  std::vector<std::int64_t> last_read(n, -1), produced_at(n, -1);
+  std::vector<bool> is_output(n, false);
+  for (ValueId out : graph_.outputs()) is_output[static_cast<std::size_t>(out)] = true;
+  for (std::size_t k = 0; k < kernels_.size(); ++k) {
+    for (ValueId in : kernels_[k]->inputs)
+      last_read[static_cast<std::size_t>(in)] = std::int64_t(k);
+    for (ValueId out : kernels_[k]->outputs)
+      produced_at[static_cast<std::size_t>(out)] = std::int64_t(k);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Node& node = graph_.nodes()[i];
+    if (node.op == Op::constant)
+      constants_.emplace_back(static_cast<ValueId>(i), std::get<ConstantAttrs>(node.attrs).value);
+  }
+
+  std::vector<Lifetime> lifetimes;
+  std::vector<ValueId> arena_ids;
+  release_after_.assign(kernels_.size(), {});
+  std::vector<bool> donor_taken(graph_.parameters().size(), false);
+  for (std::size_t k = 0; k < kernels_.size(); ++k) {
+    const Kernel& kernel = *kernels_[k];
+    for (ValueId out : kernel.outputs) {
+      auto o = static_cast<std::size_t>(out);
+      Placement& p = placement_[o];
+      if (!kernel.writes_into_outputs()) {
+        p.kind = Placement::self;
+      } else if (is_output[o]) {
+        p.kind = Placement::escaping;
+        p.output_slot = output_slots_++;
+        // A donor: an input of the same type that no kernel reads after this one (or
+        // this one, where it writes element for element in place), not itself an output.
+        const auto& params = graph_.parameters();
+        for (std::size_t i = 0; i < params.size(); ++i) {
+          auto pid = static_cast<std::size_t>(params[i]);
+          if (donor_taken[i] || is_output[pid] ||
+              graph_.nodes()[pid].type != graph_.nodes()[o].type)
+            continue;
+          std::int64_t last = last_read[pid];
+          if (last < std::int64_t(k) ||
+              (last == std::int64_t(k) && kernel.in_place_ok(params[i], out))) {
+            p.donor = int(i);
+            donor_taken[i] = true;
+            break;
+          }
+        }
+      } else {
+        p.kind = Placement::arena;
+        std::int64_t end = std::max<std::int64_t>(last_read[o], std::int64_t(k));
+        lifetimes.push_back({std::int64_t(k), end, value_bytes(graph_.nodes()[o].type)});
+        arena_ids.push_back(out);
+      }
+    }
+    for (ValueId in : kernel.inputs) {
+      auto i = static_cast<std::size_t>(in);
+      if (last_read[i] == std::int64_t(k) && !is_output[i] && produced_at[i] >= 0)
+        release_after_[k].push_back(in);
+    }
+  }
+  ArenaLayout layout = pack_arena(lifetimes);
+  plan_.offsets.assign(n, -1);
+  plan_.last_use = last_read;
+  for (std::size_t a = 0; a < arena_ids.size(); ++a) {
+    placement_[static_cast<std::size_t>(arena_ids[a])].offset = layout.offsets[a];
+    plan_.offsets[static_cast<std::size_t>(arena_ids[a])] = layout.offsets[a];
+  }
+  plan_.value_count = std::int64_t(arena_ids.size());
+  plan_.arena_bytes = layout.arena_bytes;
+  plan_.peak_live_bytes = layout.peak_live_bytes;
+}
+
+std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
+  auto ws = std::make_unique<Workspace>();
+  ws->arena = std::make_shared<Tensor>(
+      Tensor::uninitialized(DType::u8, Shape{std::max<std::int64_t>(plan_.arena_bytes, 64)}));
+  auto* base = static_cast<std::byte*>(ws->arena->raw_data());
+  const auto n = static_cast<std::size_t>(graph_.size());
+  ws->arena_values.resize(n);
+  for (std::size_t i = 0; i < n; ++i)
+    if (placement_[i].kind == Placement::arena) {
+      const TensorType& t = graph_.nodes()[i].type;
+      ws->arena_values[i] = Tensor::wrap(
+          t.dtype, t.shape, std::shared_ptr<std::byte>(ws->arena, base + placement_[i].offset));
+    }
+  if (scratchpad_bytes_ > 0)
+    ws->scratchpad = Tensor::uninitialized(DType::u8, Shape{std::int64_t(scratchpad_bytes_)});
+  ws->values.resize(n);
+  ws->output_buffers.resize(static_cast<std::size_t>(output_slots_));
+  return ws;
+}
+
+std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool donate) const {
+  std::unique_ptr<Workspace> ws;
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (!pool_.empty()) {
+      ws = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
+  if (!ws) ws = make_workspace();
+  std::vector<Tensor>& values = ws->values;
+  std::vector<bool> donated(inputs.size(), false);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    donated[i] = donate && inputs[i].unique_storage();
+    values[static_cast<std::size_t>(graph_.parameters()[i])] = std::move(inputs[i]);
+  }
+  for (const auto& [id, t] : constants_) values[static_cast<std::size_t>(id)] = t;
+
+  ThreadScope scope(threads_);
+  dnnl::stream stream(engine_);
+  cpu::RunContext ctx{values, stream,
+                      ws->scratchpad.defined() ? ws->scratchpad.raw_data() : nullptr};
+  try {
+    for (std::size_t k = 0; k < kernels_.size(); ++k) {
+      const Kernel& kernel = *kernels_[k];
+      if (kernel.writes_into_outputs())
+        for (ValueId out : kernel.outputs) {
+          auto o = static_cast<std::size_t>(out);
+          const Placement& p = placement_[o];
+          if (p.kind == Placement::arena) {
+            values[o] = ws->arena_values[o];
+          } else if (p.donor >= 0 && donated[static_cast<std::size_t>(p.donor)]) {
+            values[o] = values[static_cast<std::size_t>(graph_.parameters()[std::size_t(p.donor)])];
+          } else {
+            Tensor& buffer = ws->output_buffers[static_cast<std::size_t>(p.output_slot)];
+            if (!buffer.unique_storage())
+              buffer =
+                  Tensor::uninitialized(graph_.nodes()[o].type.dtype, graph_.nodes()[o].type.shape);
+            values[o] = buffer;
+          }
+        }
+      kernel.run(ctx);
+      for (ValueId v : release_after_[k]) values[static_cast<std::size_t>(v)] = Tensor();
+    }
+  } catch (...) {
+    for (Tensor& v : values) v = Tensor();
+    std::lock_guard lock(pool_mutex_);
+    pool_.push_back(std::move(ws));
+    throw;
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(graph_.outputs().size());
+  for (ValueId out : graph_.outputs()) outputs.push_back(values[static_cast<std::size_t>(out)]);
+  for (Tensor& v : values) v = Tensor();
+  std::lock_guard lock(pool_mutex_);
+  pool_.push_back(std::move(ws));
+  return outputs;
+}
+
+std::string CpuExecutable::describe() const {
+  std::ostringstream lines;
+  std::map<std::string, int> counts;
+  int donations = 0;
+  for (std::size_t i = 0; i < graph_.parameters().size(); ++i)
+    lines << "    %" << graph_.parameters()[i] << " = input " << i << " : "
+          << graph_.type(graph_.parameters()[i]).to_string() << "\n";
+  for (const auto& kernel : kernels_) {
+    std::string text = kernel->describe();
+    counts[text.substr(0, text.find(' '))] += 1;
+    lines << "    ";
+    for (std::size_t i = 0; i < kernel->outputs.size(); ++i)
+      lines << (i > 0 ? ", %" : "%") << kernel->outputs[i];
+    lines << " = " << text << " :";
+    for (ValueId out : kernel->outputs) {
+      const Placement& p = placement_[static_cast<std::size_t>(out)];
+      lines << " " << graph_.type(out).to_string();
+      if (p.kind == Placement::arena) lines << " @arena+" << p.offset;
+      if (p.kind == Placement::escaping && p.donor >= 0) {
+        lines << " (in place of input " << p.donor << " when donated)";
+        ++donations;
+      }
+    }
+    if (kernel->covered.size() > kernel->outputs.size())
+      lines << " [" << kernel->covered.size() << " nodes]";
+    lines << "\n";
+  }
+  std::ostringstream out;
+  out << "cpu executable '" << graph_.name() << "': " << graph_.size() << " values, "
+      << graph_.parameters().size() << " input(s), " << graph_.outputs().size() << " output(s); "
+      << kernels_.size() << " kernel(s):";
+  for (const auto& [kind, count] : counts) out << " " << count << " " << kind;
+  out << "\n  threads: " << threads_text(threads_) << "\n  arena: " << plan_.arena_bytes
+      << " B for " << plan_.value_count << " values (peak " << plan_.peak_live_bytes << " B live); "
+      << donations << " output(s) can update a donated input in place\n"
+      << "  kernels:\n"
+      << lines.str() << to_text(graph_);
+  return out.str();
+}
 
 class CpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
-  // Every op runs: on oneDNN where it has a primitive, else on its reference kernel.
+  // Every op runs: on oneDNN or a fused kernel where it can, else its reference kernel.
   bool supports(Op) const override { return true; }
   std::unique_ptr<Executable> compile(const Graph& graph,
                                       const CompileOptions& options) const override {

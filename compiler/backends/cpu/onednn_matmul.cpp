@@ -2,6 +2,8 @@
 // [batch..., M, K] x [batch..., K, N] view, and the primitive made once per node.
 #include "backends/cpu/onednn_matmul.hpp"
 
+#include "backends/cpu/program.hpp"
+
 #include <algorithm>
 #include <sstream>
 #include <unordered_map>
@@ -144,6 +146,44 @@ std::string MatmulStep::describe() const {
   out << "[" << shape_.m << "x" << shape_.k << "]·[" << shape_.k << "x" << shape_.n << "] ("
       << impl_ << ")";
   return out.str();
+}
+
+namespace {
+
+class MatmulKernel final : public Kernel {
+ public:
+  MatmulKernel(MatmulStep step, const Node& node, ValueId id) : step_(std::move(step)) {
+    inputs = {node.inputs[0]};
+    if (node.inputs[1] != node.inputs[0]) inputs.push_back(node.inputs[1]);
+    lhs_ = node.inputs[0];
+    rhs_ = node.inputs[1];
+    outputs = {id};
+    covered = {id};
+  }
+  void run(RunContext& ctx) const override {
+    step_.execute(ctx.stream, ctx.values[static_cast<std::size_t>(lhs_)],
+                  ctx.values[static_cast<std::size_t>(rhs_)],
+                  ctx.values[static_cast<std::size_t>(outputs[0])], ctx.scratchpad);
+    ctx.stream.wait();
+  }
+  std::string describe() const override { return step_.describe(); }
+  std::size_t scratchpad_bytes() const override { return step_.scratchpad_bytes(); }
+
+ private:
+  MatmulStep step_;
+  ValueId lhs_ = 0, rhs_ = 0;
+};
+
+}  // namespace
+
+void lower_onednn(Lowering& lowering) {
+  for (std::int64_t i = 0; i < lowering.graph().size(); ++i) {
+    auto id = static_cast<ValueId>(i);
+    if (lowering.claimed(id)) continue;
+    const Node& node = lowering.node(id);
+    if (auto step = MatmulStep::create(lowering.graph(), node, lowering.engine()))
+      lowering.add(std::make_unique<MatmulKernel>(std::move(*step), node, id));
+  }
 }
 
 }  // namespace glia::detail::cpu

@@ -30,6 +30,14 @@ class Executable {
   // the graph's outputs as new tensors (or the inputs themselves, for outputs that are
   // parameters). Throws glia::Error on a mismatch.
   virtual std::vector<Tensor> run(std::span<const Tensor> inputs) const = 0;
+  // Buffer donation: like run(), but the caller gives the inputs up. An input whose
+  // storage nobody else holds (Tensor::unique_storage) may be overwritten and come back
+  // as an output of the same type — a training step updates its parameters in place.
+  // Inputs someone else still holds are never written. The default just runs.
+  virtual std::vector<Tensor> run_donated(std::vector<Tensor>&& inputs) const {
+    std::vector<Tensor> given = std::move(inputs);
+    return run(given);
+  }
   virtual const MemoryPlan& memory_plan() const = 0;
   // Readable text: the backend, the ops it runs (and how it grouped them), the memory
   // plan and the graph.

@@ -150,6 +150,23 @@ class Jitted {
     }
   }
 
+  // Buffer donation: like operator(), but the arguments are given up (pass them with
+  // std::move; they are left empty once the signature is found). Tensors nobody else
+  // holds may be updated in place and come back as outputs, as a training step does
+  // with its parameters. If the call throws before running, the arguments are intact.
+  template <class... Args>
+  auto call_donating(Args&&... args) const {
+    static_assert((is_tree_of_v<std::remove_cvref_t<Args>, Tensor> && ...),
+                  "call_donating takes Tensors, or vectors, tuples or maps of them");
+    static_assert((!std::is_lvalue_reference_v<Args> && ...),
+                  "call_donating consumes its arguments: pass them with std::move");
+    std::vector<Tensor> leaves;
+    auto entry = lookup(true, leaves, args...);
+    ((args = std::remove_cvref_t<Args>{}), ...);
+    using Result = tensor_tree_t<detail::expr_result_t<Fn, std::remove_cvref_t<Args>...>>;
+    return detail::rebuild_result<Result>(*entry, entry->executable->run_donated(std::move(leaves)));
+  }
+
   // The graph and executable for these arguments' signature; traces and compiles on a
   // miss without counting it.
   template <class... Args>

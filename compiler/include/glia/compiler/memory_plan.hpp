@@ -25,6 +25,21 @@ struct MemoryPlan {
   std::string to_string() const;  // "3 values, peak 32 B live, arena 128 B"
 };
 
+// Buffers with lifetimes [begin, end] (inclusive steps) packed into one arena: those whose
+// lifetimes overlap never share bytes; every offset is a multiple of `alignment`; largest
+// first, each at the lowest offset that fits (first fit). Backends plan with this at
+// their own granularity (kernels rather than nodes).
+struct Lifetime {
+  std::int64_t begin = 0, end = 0, bytes = 0;
+};
+struct ArenaLayout {
+  std::vector<std::int64_t> offsets;  // per lifetime
+  std::int64_t arena_bytes = 0;
+  std::int64_t peak_live_bytes = 0;  // the most bytes alive at one step
+};
+ArenaLayout pack_arena(const std::vector<Lifetime>& lifetimes,
+                       std::int64_t alignment = kArenaAlignment);
+
 // Values whose lifetimes overlap never share bytes; every offset is a multiple of
 // `alignment`. Offsets are found greedily, largest value first (first fit).
 MemoryPlan plan_memory(const Graph& graph, std::int64_t alignment = kArenaAlignment);

@@ -32,6 +32,11 @@ class Tensor {
  public:
   Tensor() = default;                // undefined: no storage
   Tensor(DType dtype, Shape shape);  // zero-filled
+  // Storage left uninitialised, for kernels that write every element.
+  static Tensor uninitialized(DType dtype, Shape shape);
+  // A tensor over storage someone else owns (an executable's arena): `storage` must hold
+  // at least numel * dtype_size bytes, 64-byte aligned; sharing it keeps the owner alive.
+  static Tensor wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> storage);
 
   static Tensor zeros(Shape shape, DType dtype = DType::f32);
   static Tensor ones(Shape shape, DType dtype = DType::f32);
@@ -70,6 +75,9 @@ class Tensor {
   Tensor reshape(Shape shape) const;  // shares storage; numel must match
   Tensor cast(DType dtype) const;     // a converted copy
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  // True when this is the only Tensor holding its storage, so writing it in place is
+  // invisible to anyone else (buffer donation).
+  bool unique_storage() const { return storage_ != nullptr && storage_.use_count() == 1; }
 
   // Nx-style text; at most `limit` elements are printed, then "...".
   std::string to_string(std::int64_t limit = 50) const;
@@ -80,6 +88,14 @@ class Tensor {
   TensorType type_;
 };
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+// Tensor storage allocated so far by this process (every thread), for benchmarks and for
+// tests that check a step allocates nothing: counts and bytes only ever grow.
+struct AllocationStats {
+  std::int64_t count = 0;
+  std::int64_t bytes = 0;
+};
+AllocationStats allocation_stats();
 
 // Same dtype, same shape and bitwise equal elements (NaNs with equal bits are equal).
 bool equal(const Tensor& a, const Tensor& b);

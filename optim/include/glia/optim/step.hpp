@@ -49,7 +49,10 @@ class TrainStep {
   TrainStep(Model model, LossFn loss, Transformation optimizer, StepOptions options = {});
   TrainState init(std::uint64_t seed = 0) const;  // model init + optimizer init
   TrainState init(ModelState model, std::uint64_t seed = 0) const;
-  // One update on a batch; replaces the state's tensors with the updated ones.
+  // One update on a batch; replaces the state's tensors with the updated ones. The state
+  // is donated to the compiled step: tensors of it that nobody else holds are updated in
+  // place (copy a TrainState to keep the old values). A batch of the wrong shape or dtype
+  // throws before the state is touched.
   StepOutput operator()(TrainState& state, const Tensor& x, const Tensor& y) const;
   const Model& model() const;
   std::string graph_text(const TrainState& state, const Tensor& x, const Tensor& y) const;

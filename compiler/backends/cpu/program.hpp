@@ -1,0 +1,84 @@
+// Internal: the pieces of a compiled `cpu` program. Lowerings claim nodes of the graph
+// and turn them into kernels (a oneDNN primitive with its epilogue, a fused element-wise
+// group, a reference kernel); the executable orders the kernels, plans one arena for the
+// values they pass each other, and runs them.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "glia/core/graph.hpp"
+
+namespace dnnl {
+struct engine;
+struct stream;
+}  // namespace dnnl
+
+namespace glia::detail::cpu {
+
+// What a kernel sees while it runs: every value of the graph by id — the inputs it reads
+// are bound, and, for a kernel that writes into its outputs, each output already holds
+// a tensor of the value's type (arena memory, a donated input or a reused output buffer;
+// its contents are garbage, so the kernel writes every element).
+struct RunContext {
+  std::vector<Tensor>& values;
+  dnnl::stream& stream;
+  void* scratchpad;  // 64-byte aligned, at least the largest Kernel::scratchpad_bytes()
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(RunContext& ctx) const = 0;
+  // One line for describe(): "onednn matmul [128x784]·[784x128] + bias, relu".
+  virtual std::string describe() const = 0;
+  virtual std::size_t scratchpad_bytes() const { return 0; }
+  // False: the kernel makes its outputs itself (ctx.values[out] = new tensor); such
+  // values live outside the arena.
+  virtual bool writes_into_outputs() const { return true; }
+  // Whether `output` may occupy the storage of `input` (which this kernel reads and no
+  // later kernel does): true only where every element of the input is read before the
+  // same element of the output is written, as in element-wise code.
+  virtual bool in_place_ok(ValueId /*input*/, ValueId /*output*/) const { return false; }
+
+  std::vector<ValueId> inputs;   // values of the graph it reads (computed elsewhere)
+  std::vector<ValueId> outputs;  // values it writes that something outside it reads
+  std::vector<ValueId> covered;  // every node it computes, outputs included
+};
+
+// The state of lowering one graph: which node each kernel claimed, and how many readers
+// each value has (a graph output counts as one more).
+class Lowering {
+ public:
+  Lowering(const Graph& graph, const dnnl::engine& engine);
+  const Graph& graph() const { return graph_; }
+  const dnnl::engine& engine() const { return engine_; }
+  const Node& node(ValueId id) const { return graph_.nodes()[static_cast<std::size_t>(id)]; }
+  bool claimed(ValueId id) const { return claimed_[static_cast<std::size_t>(id)]; }
+  // Readers of a value, each reading node counted once, plus one if it is a graph output.
+  int uses(ValueId id) const { return uses_[static_cast<std::size_t>(id)]; }
+  // The nodes that read `id`, in graph order (each once).
+  const std::vector<ValueId>& readers(ValueId id) const {
+    return readers_[static_cast<std::size_t>(id)];
+  }
+  bool is_output(ValueId id) const { return is_output_[static_cast<std::size_t>(id)]; }
+  // Takes the kernel and claims its covered nodes (glia::Error if one is claimed twice).
+  void add(std::unique_ptr<Kernel> kernel);
+  std::vector<std::unique_ptr<Kernel>> take_kernels() { return std::move(kernels_); }
+
+ private:
+  const Graph& graph_;
+  const dnnl::engine& engine_;
+  std::vector<bool> claimed_, is_output_;
+  std::vector<int> uses_;
+  std::vector<std::vector<ValueId>> readers_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+};
+
+// The lowerings, run in this order; each claims only unclaimed nodes.
+void lower_onednn(Lowering& lowering);     // matmul (onednn_matmul.cpp)
+void lower_reference(Lowering& lowering);  // every node left but parameters and constants
+
+}  // namespace glia::detail::cpu
