@@ -2,7 +2,7 @@
 // [batch..., M, K] x [batch..., K, N] view, and the primitive made once per node.
 #include "backends/cpu/onednn_matmul.hpp"
 
-#include "backends/cpu/program.hpp"
+#include "backends/cpu/onednn_epilogue.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -94,7 +94,8 @@ std::optional<MatmulShape> matmul_shape(const DotAttrs& a, const Shape& lhs, con
 }
 
 std::optional<MatmulStep> MatmulStep::create(const Graph& graph, const Node& node,
-                                             const dnnl::engine& engine) {
+                                             const dnnl::engine& engine,
+                                             const dnnl::post_ops& post_ops) {
   if (node.op != Op::dot_general || node.type.dtype != DType::f32) return std::nullopt;
   auto shape = matmul_shape(std::get<DotAttrs>(node.attrs), graph.type(node.inputs[0]).shape,
                             graph.type(node.inputs[1]).shape);
@@ -114,6 +115,7 @@ std::optional<MatmulStep> MatmulStep::create(const Graph& graph, const Node& nod
     // The caller provides scratch memory per run: a primitive's own would be shared by
     // concurrent runs of one executable.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_post_ops(post_ops);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(step.src_, step.weights_, step.dst_), attr,
                                     engine, /*allow_empty=*/true);
     if (!pd) return std::nullopt;
@@ -128,12 +130,13 @@ std::optional<MatmulStep> MatmulStep::create(const Graph& graph, const Node& nod
 }
 
 void MatmulStep::execute(const dnnl::stream& stream, const Tensor& lhs, const Tensor& rhs,
-                         Tensor& out, void* scratchpad) const {
+                         Tensor& out, void* scratchpad,
+                         std::unordered_map<int, dnnl::memory> args) const {
   // oneDNN takes non-const handles; it only reads src and weights.
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(src_, engine_, const_cast<void*>(lhs.raw_data()))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(weights_, engine_, const_cast<void*>(rhs.raw_data()))},
-      {DNNL_ARG_DST, dnnl::memory(dst_, engine_, out.raw_data())}};
+  args.emplace(DNNL_ARG_SRC, dnnl::memory(src_, engine_, const_cast<void*>(lhs.raw_data())));
+  args.emplace(DNNL_ARG_WEIGHTS,
+               dnnl::memory(weights_, engine_, const_cast<void*>(rhs.raw_data())));
+  args.emplace(DNNL_ARG_DST, dnnl::memory(dst_, engine_, out.raw_data()));
   if (scratchpad_bytes_ > 0)
     args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad_, engine_, scratchpad));
   primitive_.execute(stream, args);
@@ -152,38 +155,58 @@ namespace {
 
 class MatmulKernel final : public Kernel {
  public:
-  MatmulKernel(MatmulStep step, const Node& node, ValueId id) : step_(std::move(step)) {
+  MatmulKernel(MatmulStep step, const Node& node, ValueId id, Epilogue e)
+      : step_(std::move(step)), epilogue_(std::move(e)) {
     inputs = {node.inputs[0]};
     if (node.inputs[1] != node.inputs[0]) inputs.push_back(node.inputs[1]);
+    for (const auto& o : epilogue_.operands)
+      if (std::find(inputs.begin(), inputs.end(), o.value) == inputs.end())
+        inputs.push_back(o.value);
     lhs_ = node.inputs[0];
     rhs_ = node.inputs[1];
-    outputs = {id};
+    outputs = {epilogue_.result};
     covered = {id};
+    covered.insert(covered.end(), epilogue_.covered.begin(), epilogue_.covered.end());
   }
   void run(RunContext& ctx) const override {
+    std::unordered_map<int, dnnl::memory> args;
+    bind_epilogue(epilogue_, step_.engine(), ctx, args);
     step_.execute(ctx.stream, ctx.values[static_cast<std::size_t>(lhs_)],
                   ctx.values[static_cast<std::size_t>(rhs_)],
-                  ctx.values[static_cast<std::size_t>(outputs[0])], ctx.scratchpad);
+                  ctx.values[static_cast<std::size_t>(outputs[0])], ctx.scratchpad,
+                  std::move(args));
     ctx.stream.wait();
   }
-  std::string describe() const override { return step_.describe(); }
+  std::string describe() const override { return step_.describe() + epilogue_.text; }
   std::size_t scratchpad_bytes() const override { return step_.scratchpad_bytes(); }
 
  private:
   MatmulStep step_;
+  Epilogue epilogue_;
   ValueId lhs_ = 0, rhs_ = 0;
 };
 
 }  // namespace
 
-void lower_onednn(Lowering& lowering) {
-  for (std::int64_t i = 0; i < lowering.graph().size(); ++i) {
-    auto id = static_cast<ValueId>(i);
-    if (lowering.claimed(id)) continue;
-    const Node& node = lowering.node(id);
-    if (auto step = MatmulStep::create(lowering.graph(), node, lowering.engine()))
-      lowering.add(std::make_unique<MatmulKernel>(std::move(*step), node, id));
+std::unique_ptr<Kernel> make_matmul_kernel(Lowering& l, ValueId id) {
+  const Node& node = l.node(id);
+  auto step = MatmulStep::create(l.graph(), node, l.engine());
+  if (!step) return nullptr;
+  // Epilogues where the graph's axes are the product's [batch..., M, N] one for one.
+  const MatmulShape& s = step->shape();
+  std::vector<std::int64_t> dst_dims(s.batch.begin(), s.batch.end());
+  dst_dims.insert(dst_dims.end(), {s.m, s.n});
+  if (node.type.shape.dims() == dst_dims) {
+    std::vector<int> dst_dim(dst_dims.size());
+    for (std::size_t i = 0; i < dst_dim.size(); ++i) dst_dim[i] = int(i);
+    Epilogue e = find_epilogue(l, id, dst_dim, dst_dims);
+    if (!e.covered.empty())
+      if (auto fused = MatmulStep::create(l.graph(), node, l.engine(), e.ops))
+        return std::make_unique<MatmulKernel>(std::move(*fused), node, id, std::move(e));
   }
+  Epilogue none;
+  none.result = id;
+  return std::make_unique<MatmulKernel>(std::move(*step), node, id, std::move(none));
 }
 
 }  // namespace glia::detail::cpu

@@ -5,12 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <dnnl.hpp>
 
+#include "backends/cpu/program.hpp"
 #include "glia/core/graph.hpp"
 
 namespace glia::detail::cpu {
@@ -32,13 +35,18 @@ class MatmulStep {
  public:
   // nullopt when the node is not an f32 matmul in the sense of matmul_shape, or when
   // oneDNN has no implementation for it; the node then runs its reference kernel.
+  // `post_ops` run on the product in the same pass (an epilogue).
   static std::optional<MatmulStep> create(const Graph& graph, const Node& node,
-                                          const dnnl::engine& engine);
+                                          const dnnl::engine& engine,
+                                          const dnnl::post_ops& post_ops = {});
 
   // Writes lhs . rhs into out (already of the node's type); `scratchpad` holds at
   // least scratchpad_bytes(), so concurrent runs never share oneDNN's scratch memory.
+  // `args` holds the post-ops' operands, if any.
   void execute(const dnnl::stream& stream, const Tensor& lhs, const Tensor& rhs, Tensor& out,
-               void* scratchpad) const;
+               void* scratchpad, std::unordered_map<int, dnnl::memory> args = {}) const;
+  const MatmulShape& shape() const { return shape_; }
+  const dnnl::engine& engine() const { return engine_; }
   std::size_t scratchpad_bytes() const { return scratchpad_bytes_; }
   // "onednn matmul 2 x [17x33]·[33x3] (brg:avx512_core)"
   std::string describe() const;
@@ -51,5 +59,9 @@ class MatmulStep {
   std::size_t scratchpad_bytes_ = 0;
   std::string impl_;
 };
+
+// The kernel for dot_general `id` with the epilogue after it (bias, activation,
+// residual add as post-ops), or null when it is not a matmul in the sense above.
+std::unique_ptr<Kernel> make_matmul_kernel(Lowering& lowering, ValueId id);
 
 }  // namespace glia::detail::cpu

@@ -1,0 +1,147 @@
+// The `cpu` backend's oneDNN convolutions against the interpreter: forward convolutions
+// over strides, padding, dilations, groups, odd sizes and 1-3 spatial axes; the input
+// and kernel gradients autograd builds, claimed as convolution_backward_data and
+// convolution_backward_weights; channels-last operands read through their transposes;
+// and the cases left to other kernels.
+#include <string>
+
+#include "compiler/cpu_test_util.hpp"
+#include "glia/autograd/grad.hpp"
+
+namespace glia::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+int count_text(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+std::vector<Tensor> seeded_inputs(const Graph& g, unsigned seed = 1) {
+  std::vector<Tensor> inputs;
+  for (ValueId p : g.parameters())
+    inputs.push_back(seeded(g.type(p).shape, g.type(p).dtype, -1, 1, seed++));
+  return inputs;
+}
+
+struct ConvCase {
+  std::string name;
+  Shape x, k;
+  ConvOptions o;
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"plain", {2, 3, 9, 9}, {4, 3, 3, 3}, {}},
+      {"batch1", {1, 1, 5, 7}, {1, 1, 3, 2}, {}},
+      {"strided", {3, 2, 11, 10}, {5, 2, 3, 3}, {.strides = {2, 3}}},
+      {"padded", {2, 3, 8, 8}, {4, 3, 3, 3}, {.padding_low = {1, 2}, .padding_high = {1, 0}}},
+      {"strided_padded_uneven",
+       {2, 3, 10, 9},
+       {4, 3, 3, 2},
+       {.strides = {2, 2}, .padding_low = {1, 0}, .padding_high = {0, 1}}},
+      {"dilated", {2, 3, 12, 12}, {4, 3, 3, 3}, {.kernel_dilation = {2, 3}}},
+      {"grouped", {2, 6, 7, 7}, {9, 2, 3, 3}, {.feature_groups = 3}},
+      {"depthwise", {2, 4, 6, 6}, {4, 1, 3, 3}, {.feature_groups = 4}},
+      {"conv1d", {3, 5, 17}, {7, 5, 4}, {.strides = {2}, .padding_low = {1}, .padding_high = {2}}},
+      {"conv3d", {2, 2, 5, 6, 4}, {3, 2, 2, 3, 2}, {.padding_low = {1, 0, 1}}},
+      {"odd", {5, 7, 13, 3}, {11, 7, 5, 1}, {.padding_high = {2, 0}}},
+  };
+}
+
+Graph conv_graph(const ConvCase& c) {
+  return trace(
+      [&](const std::vector<Expr>& in) { return std::vector<Expr>{conv(in[0], in[1], c.o)}; },
+      {{f32, c.x}, {f32, c.k}}, c.name);
+}
+
+TEST(CpuConv, ForwardMatchesInterp) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.name);
+    Graph g = conv_graph(c);
+    auto exe = expect_cpu_matches_interp(g, seeded_inputs(g), 1e-5, 1e-5);
+    EXPECT_EQ(count_text(exe->describe(), "= onednn convolution src"), 1) << exe->describe();
+  }
+}
+
+// The loss sum(conv(x, k) * w): its gradients are exactly the two backward convolutions.
+TEST(CpuConv, BackwardPassesMatchInterp) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  for (const ConvCase& c : conv_cases()) {
+    if (c.o.feature_groups != 1) continue;  // grouped gradients reshape the kernel
+    SCOPED_TRACE(c.name);
+    Graph forward = conv_graph(c);
+    Shape y = forward.type(forward.outputs()[0]).shape;
+    Graph g = trace(
+        [&](const std::vector<Expr>& in) {
+          Expr loss = sum(conv(in[0], in[1], c.o) * in[2]);
+          std::vector<Expr> out{loss};
+          for (const Expr& d : gradients(loss, {in[0], in[1]})) out.push_back(d);
+          return out;
+        },
+        {{f32, c.x}, {f32, c.k}, {f32, y}}, c.name);
+    auto exe = expect_cpu_matches_interp(g, seeded_inputs(g), 1e-4, 1e-4);
+    std::string text = exe->describe();
+    EXPECT_EQ(count_text(text, "= onednn convolution_backward_data"), 1) << text;
+    EXPECT_EQ(count_text(text, "= onednn convolution_backward_weights"), 1) << text;
+    EXPECT_THAT(text, Not(HasSubstr("reference convolution")));
+  }
+}
+
+// Channels-last data and an HWIO kernel, as the conv layer traces them: the transposes
+// become strides, and the bias and relu run as post-ops.
+TEST(CpuConv, ChannelsLastWithBiasAndRelu) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr x = transpose(in[0], {0, 3, 1, 2});
+        Expr k = transpose(in[1], {3, 2, 0, 1});
+        Expr y =
+            transpose(conv(x, k, {.padding_low = {1, 1}, .padding_high = {1, 1}}), {0, 2, 3, 1});
+        return std::vector<Expr>{relu(y + broadcast(in[2], y.shape(), {3}))};
+      },
+      {{f32, {3, 10, 9, 5}}, {f32, {3, 3, 5, 8}}, {f32, {8}}}, "nhwc");
+  auto exe = expect_cpu_matches_interp(g, seeded_inputs(g), 1e-5, 1e-5);
+  std::string text = exe->describe();
+  EXPECT_THAT(text, HasSubstr("onednn convolution src 3x5x10x9, weights 8x5x3x3, dst 3x8x10x9 + "
+                              "bias, relu"));
+  // One kernel: the transposes, the broadcast, the add and the max are all in it.
+  EXPECT_THAT(text, HasSubstr("kernel(s): 1 onednn"));
+}
+
+TEST(CpuConv, OtherCasesAreLeftToOtherKernels) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  // f64, and a forward convolution with input dilation (a transposed convolution whose
+  // kernel is not a reversed parameter) or batch groups.
+  std::vector<std::pair<Graph, std::string>> graphs;
+  graphs.emplace_back(
+      trace([](const std::vector<Expr>& in) { return std::vector<Expr>{conv(in[0], in[1])}; },
+            {{f64, {1, 2, 5, 5}}, {f64, {3, 2, 3, 3}}}, "f64"),
+      "f64");
+  graphs.emplace_back(
+      trace(
+          [](const std::vector<Expr>& in) {
+            return std::vector<Expr>{conv(in[0], in[1], {.input_dilation = {2, 2}})};
+          },
+          {{f32, {1, 2, 5, 5}}, {f32, {3, 2, 3, 3}}}, "lhs_dilated"),
+      "input dilation");
+  graphs.emplace_back(trace(
+                          [](const std::vector<Expr>& in) {
+                            return std::vector<Expr>{conv(in[0], in[1], {.batch_groups = 2})};
+                          },
+                          {{f32, {4, 2, 5, 5}}, {f32, {4, 2, 3, 3}}}, "batch_groups"),
+                      "batch groups");
+  for (const auto& [g, what] : graphs) {
+    SCOPED_TRACE(what);
+    auto exe = expect_cpu_matches_interp(g, seeded_inputs(g), 1e-5, 1e-5);
+    EXPECT_THAT(exe->describe(), HasSubstr("reference convolution"));
+    EXPECT_THAT(exe->describe(), Not(HasSubstr("onednn convolution")));
+  }
+}
+
+}  // namespace
+}  // namespace glia::testing

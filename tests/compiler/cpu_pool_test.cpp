@@ -1,0 +1,121 @@
+// The `cpu` backend's max pooling against the interpreter: window_max on oneDNN's
+// pooling and select_and_scatter on its own first-maximum loop, over channels-last and
+// channels-first layouts, strides, padding, overlapping windows and ties.
+#include <string>
+
+#include "compiler/cpu_test_util.hpp"
+#include "glia/autograd/grad.hpp"
+
+namespace glia::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct PoolCase {
+  std::string name;
+  Shape x;
+  Ints window;
+  WindowOptions o;
+};
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {"nhwc_2x2", {3, 8, 8, 5}, {1, 2, 2, 1}, {}},
+      {"nhwc_odd", {1, 7, 9, 3}, {1, 2, 2, 1}, {}},
+      {"nchw_3x3_stride2", {2, 3, 9, 10}, {1, 1, 3, 3}, {.strides = {1, 1, 2, 2}}},
+      {"overlapping_padded",
+       {2, 7, 6, 4},
+       {1, 3, 3, 1},
+       {.strides = {1, 1, 1, 1}, .padding_low = {0, 1, 1, 0}, .padding_high = {0, 1, 0, 0}}},
+      {"dilated",
+       {2, 9, 9, 3},
+       {1, 2, 2, 1},
+       {.strides = {1, 2, 2, 1}, .window_dilation = {1, 2, 3, 1}}},
+      {"1d", {4, 11, 6}, {1, 3, 1}, {.strides = {1, 2, 1}}},
+      {"3d", {2, 5, 4, 6, 3}, {1, 2, 2, 3, 1}, {}},
+  };
+}
+
+// max over windows, and its gradient for the loss sum(window_max(x) * w).
+Graph pool_graph(const PoolCase& c, const Shape& y) {
+  return trace(
+      [&](const std::vector<Expr>& in) {
+        Expr loss = sum(window_max(in[0], c.window, c.o) * in[1]);
+        return std::vector<Expr>{window_max(in[0], c.window, c.o), gradients(loss, {in[0]})[0]};
+      },
+      {{f32, c.x}, {f32, y}}, c.name);
+}
+
+Shape pooled_shape(const PoolCase& c) {
+  Graph g = trace(
+      [&](const std::vector<Expr>& in) {
+        return std::vector<Expr>{window_max(in[0], c.window, c.o)};
+      },
+      {{f32, c.x}}, "shape");
+  return g.type(g.outputs()[0]).shape;
+}
+
+TEST(CpuPool, MaxPoolAndItsGradientMatchInterp) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.name);
+    Shape y = pooled_shape(c);
+    Graph g = pool_graph(c, y);
+    auto exe = expect_cpu_matches_interp(g, {seeded(c.x, f32, -1, 1, 1), seeded(y, f32, -1, 1, 2)},
+                                         1e-6, 1e-6);
+    std::string text = exe->describe();
+    EXPECT_THAT(text, HasSubstr("onednn pooling max"));
+    EXPECT_THAT(text, HasSubstr("max_pool_backward"));
+    EXPECT_THAT(text, Not(HasSubstr("reference window_max")));
+    EXPECT_THAT(text, Not(HasSubstr("reference select_and_scatter")));
+  }
+}
+
+// Ties go to the first maximum in window order: in a window of equal values, the
+// top-left element gets the whole gradient.
+TEST(CpuPool, TiesGoToTheFirstMaximum) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  PoolCase c{"ties", {1, 4, 4, 2}, {1, 2, 2, 1}, {}};
+  Graph g = pool_graph(c, {1, 2, 2, 2});
+  // Channel 0: all ones; channel 1: ones with a 3 at the bottom-right of each window.
+  std::vector<float> x(32, 1.0f);
+  for (int h : {1, 3})
+    for (int w : {1, 3}) x[static_cast<std::size_t>((h * 4 + w) * 2 + 1)] = 3.0f;
+  Tensor xs = Tensor::from(x, Shape{1, 4, 4, 2});
+  Tensor w = Tensor::from(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, Shape{1, 2, 2, 2});
+  auto exe = compile_graph(g, "cpu");
+  std::vector<Tensor> args{xs, w};
+  Tensor grad = exe->run(args)[1];
+  std::vector<float> want(32, 0.0f);
+  // window (i, j) has top-left (2i, 2j); its weights are w[i, j, 0] and w[i, j, 1].
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      float w0 = float((i * 2 + j) * 2 + 1), w1 = w0 + 1;
+      want[static_cast<std::size_t>(((2 * i) * 4 + 2 * j) * 2)] = w0;
+      want[static_cast<std::size_t>(((2 * i + 1) * 4 + 2 * j + 1) * 2 + 1)] = w1;
+    }
+  expect_tensor(grad, f32, {1, 4, 4, 2}, std::vector<double>(want.begin(), want.end()));
+  EXPECT_THAT(exe->describe(), HasSubstr("max_pool_backward"));
+}
+
+TEST(CpuPool, OtherCasesAreLeftToOtherKernels) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  // Windows over every axis (no batch/channel pair and four pooled axes), and f64.
+  PoolCase all{"all_axes", {4, 4, 4, 4}, {2, 2, 2, 2}, {}};
+  Graph g = pool_graph(all, pooled_shape(all));
+  auto exe = expect_cpu_matches_interp(
+      g, {seeded(all.x, f32, -1, 1, 1), seeded(pooled_shape(all), f32, -1, 1, 2)});
+  EXPECT_THAT(exe->describe(), HasSubstr("reference window_max"));
+  EXPECT_THAT(exe->describe(), HasSubstr("reference select_and_scatter"));
+  Graph typed = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{window_max(in[0], {1, 2, 2, 1})};
+      },
+      {{f64, {1, 4, 4, 1}}}, "f64");
+  exe = expect_cpu_matches_interp(typed, {seeded({1, 4, 4, 1}, f64, -1, 1, 1)});
+  EXPECT_THAT(exe->describe(), HasSubstr("reference window_max"));
+}
+
+}  // namespace
+}  // namespace glia::testing
