@@ -243,9 +243,9 @@ TEST_P(CpuOpTest, MatchesInterp) {
     auto exe = expect_cpu_matches_interp(g, c.inputs);
     // Constants are bound, not computed; every other op is named by the kernel running it.
     if (op == Op::constant) continue;
-    std::string step = op == Op::parameter                          ? "= input 0"
+    std::string step = op == Op::parameter                        ? "= input 0"
                        : op == Op::dot_general && c.name == "f32" ? "= onednn matmul"
-                                                                   : std::string(op_name(op));
+                                                                  : std::string(op_name(op));
     std::string text = exe->describe();
     EXPECT_THAT(text.substr(0, text.find("\ngraph ")), ::testing::HasSubstr(step));
   }

@@ -151,7 +151,7 @@ class ConvKernel final : public Kernel {
                                                      : weights_;
     for (auto [o, v] : {std::pair{&src_, &p.src}, {&weights_, &p.weights}, {&dst_, &p.dst}})
       *o = o == &result ? Operand{epilogue_.result, out_desc}
-                        : Operand{v->base, f32_desc(v->dims, v->strides)};
+                        : Operand{v->base, f32_desc(v->dims, v->strides, false)};
     for (const Operand* o : {&src_, &weights_, &dst_})
       if (o != &result) add_input(o->value);
     for (const auto& o : epilogue_.operands) add_input(o.value);
@@ -320,7 +320,7 @@ std::unique_ptr<Kernel> make_conv_kernel(Lowering& l, ValueId id) {
     std::swap(out_dims[0], out_dims[1]);
     std::swap(out_strides[0], out_strides[1]);
   }
-  dnnl::memory::desc out_desc = f32_desc(out_dims, out_strides);
+  dnnl::memory::desc out_desc = f32_desc(out_dims, out_strides, false);
   Epilogue e, none;
   e.result = none.result = out;
   if (plan->pass == Pass::forward) e = find_epilogue(l, out, dst_dim, out_dims);

@@ -55,10 +55,9 @@ StridedView swap_leading(StridedView v) {
 }
 
 dnnl::memory::desc f32_desc(const std::vector<std::int64_t>& dims,
-                            const std::vector<std::int64_t>& strides) {
-  // Size-1 dimensions take the outermost stride, as oneDNN's plain tags give them, so
-  // its optimised kernels recognise the layout.
+                            const std::vector<std::int64_t>& strides, bool settle_units) {
   std::vector<std::int64_t> s = strides;
+  if (!settle_units) return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, s);
   std::int64_t outer = 1;
   for (std::size_t i = 0; i < dims.size(); ++i)
     if (dims[i] != 1) outer = std::max(outer, s[i] * dims[i]);

@@ -31,8 +31,11 @@ StridedView view_through_transposes(const Lowering& lowering, ValueId id, ValueI
 // Swaps the first two axes of a view (batch and feature roles in the backward passes).
 StridedView swap_leading(StridedView v);
 
+// With `settle_units`, size-1 dimensions take the outermost stride (as oneDNN's plain
+// tags give them, for its matmul); without, they keep theirs (a channels-last view of
+// one channel stays channels-last, which its convolutions need to match dst's layout).
 dnnl::memory::desc f32_desc(const std::vector<std::int64_t>& dims,
-                            const std::vector<std::int64_t>& strides);
+                            const std::vector<std::int64_t>& strides, bool settle_units = true);
 
 // The post-ops after a primitive's result value `start`, whose graph axis i is the
 // primitive's destination dimension dst_dim[i] (of dst_dims).
