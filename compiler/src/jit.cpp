@@ -4,6 +4,8 @@
 #include "glia/compiler/compile.hpp"
 #include "glia/compiler/registry.hpp"
 
+#include <cstring>
+
 namespace glia::detail {
 
 std::vector<TensorType> argument_types(const std::string& fn_name, const std::string& structure,
@@ -79,25 +81,78 @@ JitCache::JitCache(JitOptions options) : options_(std::move(options)) {
   backend(options_.backend);  // fail at jit(), not at the first call
 }
 
-std::shared_ptr<const CompiledEntry> JitCache::lookup(const char* type_key,
+namespace {
+
+// FNV-1a over the key's parts; equal keys hash equal, and find() compares them exactly.
+struct KeyHash {
+  std::uint64_t h = 1469598103934665603ull;
+  void bytes(const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  void type(const TensorType& t) {
+    auto d = static_cast<int>(t.dtype);
+    bytes(&d, sizeof d);
+    for (std::int64_t dim : t.shape.dims()) bytes(&dim, sizeof dim);
+    std::int64_t end = -1;  // separates f32[2][3] from f32[2] followed by f32[3]
+    bytes(&end, sizeof end);
+  }
+};
+
+template <class Types>
+std::uint64_t key_hash(const char* type_key, const std::string& structure, const Types& types) {
+  KeyHash k;
+  k.bytes(type_key, std::strlen(type_key));
+  k.bytes(structure.data(), structure.size());
+  for (const auto& t : types) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t)>, Tensor>)
+      k.type(t.type());
+    else
+      k.type(t);
+  }
+  return k.h;
+}
+
+}  // namespace
+
+std::shared_ptr<const CompiledEntry> JitCache::find(const char* type_key,
+                                                    const std::string& structure,
+                                                    std::span<const Tensor> leaves, bool count) {
+  for (const Tensor& t : leaves)
+    if (!t.defined()) return nullptr;  // insert() names the undefined leaf
+  std::uint64_t h = key_hash(type_key, structure, leaves);
+  std::lock_guard lock(mutex_);
+  auto [first, last] = entries_.equal_range(h);
+  for (auto it = first; it != last; ++it) {
+    const Stored& s = it->second;
+    if (s.structure != structure || s.types.size() != leaves.size() || s.type_key != type_key)
+      continue;
+    bool same = true;
+    for (std::size_t i = 0; same && i < leaves.size(); ++i) same = s.types[i] == leaves[i].type();
+    if (!same) continue;
+    if (count) ++stats_.hits;
+    return s.entry;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<const CompiledEntry> JitCache::insert(const char* type_key,
                                                       const std::string& structure,
                                                       std::span<const TensorType> types,
                                                       const TraceBody& body, bool count) {
-  std::string key = signature_text(structure, types) + "\n" + type_key;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      if (count) ++stats_.hits;
-      return it->second;
-    }
-  }
-  // Traced without the lock, so the function may call other jitted functions; a
-  // concurrent miss on the same key keeps the first entry stored.
+  // Traced without the lock, so the function may call other jitted functions.
   auto entry = trace_and_compile(options_, structure, types, body);
+  std::uint64_t h = key_hash(type_key, structure, types);
   std::lock_guard lock(mutex_);
   if (count) ++stats_.misses;
-  return entries_.emplace(std::move(key), std::move(entry)).first->second;
+  auto [first, last] = entries_.equal_range(h);
+  for (auto it = first; it != last; ++it)
+    if (it->second.structure == structure && it->second.type_key == type_key &&
+        std::equal(it->second.types.begin(), it->second.types.end(), types.begin(), types.end()))
+      return it->second.entry;
+  Stored stored{type_key, structure, std::vector<TensorType>(types.begin(), types.end()), entry};
+  entries_.emplace(h, std::move(stored));
+  return entry;
 }
 
 CacheStats JitCache::stats() const {
@@ -110,7 +165,8 @@ CacheStats JitCache::stats() const {
 std::vector<std::string> JitCache::signatures() const {
   std::lock_guard lock(mutex_);
   std::vector<std::string> out;
-  for (const auto& [key, entry] : entries_) out.push_back(entry->signature);
+  for (const auto& [hash, stored] : entries_) out.push_back(stored.entry->signature);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -27,29 +27,7 @@ namespace glia::detail {
 namespace {
 
 using cpu::Kernel;
-
-// Sets the calling thread's OpenMP thread count for its lifetime (nothing for 0).
-class ThreadScope {
- public:
-  explicit ThreadScope([[maybe_unused]] int threads) {
-#ifdef GLIA_CPU_SETS_THREADS
-    if (threads > 0 && threads != omp_get_max_threads()) {
-      previous_ = omp_get_max_threads();
-      omp_set_num_threads(threads);
-    }
-#endif
-  }
-  ~ThreadScope() {
-#ifdef GLIA_CPU_SETS_THREADS
-    if (previous_ > 0) omp_set_num_threads(previous_);
-#endif
-  }
-  ThreadScope(const ThreadScope&) = delete;
-  ThreadScope& operator=(const ThreadScope&) = delete;
-
- private:
-  [[maybe_unused]] int previous_ = 0;
-};
+using cpu::ThreadScope;
 
 std::string threads_text(int threads) {
 #ifdef GLIA_CPU_SETS_THREADS
@@ -121,6 +99,7 @@ struct Workspace {
   Tensor scratchpad;
   std::vector<Tensor> values;
   std::vector<Tensor> output_buffers;
+  dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
 
 class CpuExecutable final : public Executable {
@@ -272,6 +251,7 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
   if (scratchpad_bytes_ > 0)
     ws->scratchpad = Tensor::uninitialized(DType::u8, Shape{std::int64_t(scratchpad_bytes_)});
   ws->values.resize(n);
+  ws->stream = dnnl::stream(engine_);
   ws->output_buffers.resize(static_cast<std::size_t>(output_slots_));
   return ws;
 }
@@ -295,8 +275,7 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
   for (const auto& [id, t] : constants_) values[static_cast<std::size_t>(id)] = t;
 
   ThreadScope scope(threads_);
-  dnnl::stream stream(engine_);
-  cpu::RunContext ctx{values, stream,
+  cpu::RunContext ctx{values, ws->stream,
                       ws->scratchpad.defined() ? ws->scratchpad.raw_data() : nullptr};
   try {
     for (std::size_t k = 0; k < kernels_.size(); ++k) {

@@ -104,6 +104,10 @@ std::optional<MatmulStep> MatmulStep::create(const Graph& graph, const Node& nod
   MatmulStep step;
   step.shape_ = *shape;
   step.engine_ = engine;
+  double flops = 2.0 * static_cast<double>(shape->m * shape->k * shape->n);
+  for (std::int64_t b : shape->batch) flops *= static_cast<double>(b);
+  step.threads_ = flops < kSingleThreadFlops ? 1 : 0;
+  ThreadScope scope(step.threads_);  // oneDNN picks its kernels for the threads it sees
   try {
     step.src_ =
         dnnl::memory::desc(dims_of(*shape, shape->m, shape->k), dt::f32, shape->src_strides);
@@ -139,6 +143,7 @@ void MatmulStep::execute(const dnnl::stream& stream, const Tensor& lhs, const Te
   args.emplace(DNNL_ARG_DST, dnnl::memory(dst_, engine_, out.raw_data()));
   if (scratchpad_bytes_ > 0)
     args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad_, engine_, scratchpad));
+  ThreadScope scope(threads_);
   primitive_.execute(stream, args);
 }
 
@@ -147,7 +152,7 @@ std::string MatmulStep::describe() const {
   out << "onednn matmul ";
   for (std::int64_t b : shape_.batch) out << b << " x ";
   out << "[" << shape_.m << "x" << shape_.k << "]·[" << shape_.k << "x" << shape_.n << "] ("
-      << impl_ << ")";
+      << impl_ << (threads_ == 1 ? ", 1 thread" : "") << ")";
   return out.str();
 }
 

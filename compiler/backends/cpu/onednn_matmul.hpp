@@ -58,6 +58,7 @@ class MatmulStep {
   dnnl::matmul primitive_;
   std::size_t scratchpad_bytes_ = 0;
   std::string impl_;
+  int threads_ = 0;  // 1 for small products (see kSingleThreadFlops), else the program's
 };
 
 // The kernel for dot_general `id` with the epilogue after it (bias, activation,

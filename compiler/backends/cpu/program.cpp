@@ -4,7 +4,29 @@
 
 #include <algorithm>
 
+#include <dnnl.hpp>
+
+#if defined(GLIA_CPU_OPENMP) && DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+#include <omp.h>
+#define GLIA_CPU_SETS_THREADS 1
+#endif
+
 namespace glia::detail::cpu {
+
+ThreadScope::ThreadScope([[maybe_unused]] int threads) {
+#ifdef GLIA_CPU_SETS_THREADS
+  if (threads > 0 && threads != omp_get_max_threads()) {
+    previous_ = omp_get_max_threads();
+    omp_set_num_threads(threads);
+  }
+#endif
+}
+
+ThreadScope::~ThreadScope() {
+#ifdef GLIA_CPU_SETS_THREADS
+  if (previous_ > 0) omp_set_num_threads(previous_);
+#endif
+}
 
 Lowering::Lowering(const Graph& graph, const dnnl::engine& engine)
     : graph_(graph), engine_(engine) {

@@ -48,6 +48,22 @@ class Kernel {
   std::vector<ValueId> covered;  // every node it computes, outputs included
 };
 
+// Sets the calling thread's OpenMP thread count (oneDNN's runtime and the fused kernels'
+// pool) for the scope's lifetime; 0 leaves it. Small primitives run on one thread: a
+// parallel region costs more than they do.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+// Below this many floating-point operations a primitive runs on one thread.
+inline constexpr double kSingleThreadFlops = 1 << 18;
+
 // The state of lowering one graph: which node each kernel claimed, and how many readers
 // each value has (a graph output counts as one more).
 class Lowering {

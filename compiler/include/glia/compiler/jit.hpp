@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <typeinfo>
+#include <unordered_map>
 #include <vector>
 
 #include "glia/compiler/backend.hpp"
@@ -105,23 +106,34 @@ Result rebuild_result(const CompiledEntry& entry, const std::vector<Tensor>& out
   return tree_unflatten<Tensor>(like, std::span<const Tensor>(outputs));
 }
 
-// The cache behind one jitted function, shared by its copies.
+// The cache behind one jitted function, shared by its copies. A hit costs a hash of the
+// argument structure and leaf types and one comparison: no text is built.
 class JitCache {
  public:
   explicit JitCache(JitOptions options);  // glia::Error for an unknown backend
   const JitOptions& options() const { return options_; }
-  // The entry for this signature; traces and compiles with `body` on a miss. `type_key`
-  // tells apart C++ argument types that flatten alike (an empty vector of vectors).
-  std::shared_ptr<const CompiledEntry> lookup(const char* type_key, const std::string& structure,
+  // The entry for this structure and these leaves' types, or null (nothing counted).
+  // `type_key` tells apart C++ argument types that flatten alike (an empty vector of
+  // vectors).
+  std::shared_ptr<const CompiledEntry> find(const char* type_key, const std::string& structure,
+                                            std::span<const Tensor> leaves, bool count);
+  // Traces and compiles with `body` (a miss) and stores the entry; a concurrent miss on
+  // the same key keeps the first entry stored.
+  std::shared_ptr<const CompiledEntry> insert(const char* type_key, const std::string& structure,
                                               std::span<const TensorType> types,
                                               const TraceBody& body, bool count);
   CacheStats stats() const;
   std::vector<std::string> signatures() const;
 
  private:
+  struct Stored {
+    std::string type_key, structure;
+    std::vector<TensorType> types;
+    std::shared_ptr<const CompiledEntry> entry;
+  };
   JitOptions options_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const CompiledEntry>> entries_;
+  std::unordered_multimap<std::uint64_t, Stored> entries_;
   CacheStats stats_;
 };
 
@@ -187,9 +199,11 @@ class Jitted {
   std::shared_ptr<const CompiledEntry> lookup(bool count, std::vector<Tensor>& leaves,
                                               const Args&... args) const {
     std::string structure = detail::flatten_arguments(leaves, args...);
+    const char* type_key = typeid(std::tuple<Args...>).name();
+    if (auto hit = cache_->find(type_key, structure, leaves, count)) return hit;
     const std::string& name = cache_->options().name;
     std::vector<TensorType> types = detail::argument_types(name, structure, leaves);
-    return cache_->lookup(typeid(std::tuple<Args...>).name(), structure, types,
+    return cache_->insert(type_key, structure, types,
                           detail::make_trace_body(*fn_, name, args...), count);
   }
 
