@@ -279,6 +279,8 @@ class GraphGenerator {
 TEST(Fuzz, CompiledGraphsMatchTheInterpreter) {
   Dice dice(kSeed);
   int shrunk = 0;
+  auto names = glia::backend_names();
+  const bool cpu_built = std::find(names.begin(), names.end(), "cpu") != names.end();
   for (int c = 0; c < kCases; ++c) {
     glia::DType dtype = dice.chance(80) ? glia::f32 : glia::f64;
     std::vector<glia::TensorType> types;
@@ -293,6 +295,14 @@ TEST(Fuzz, CompiledGraphsMatchTheInterpreter) {
     std::vector<Tensor> want = glia::interpret(g, inputs);
     auto exe = glia::compile_graph(g, "interp");
     std::vector<Tensor> got = exe->run(inputs);
+    if (cpu_built) {  // the cpu backend's fused kernels and oneDNN against the same oracle
+      std::vector<Tensor> on_cpu = glia::compile_graph(g, "cpu")->run(inputs);
+      ASSERT_EQ(on_cpu.size(), want.size());
+      for (std::size_t i = 0; i < want.size(); ++i)
+        ASSERT_TRUE(glia::allclose(on_cpu[i], want[i], 1e-4, 1e-5))
+            << "cpu, case " << c << " output " << i << "\n"
+            << glia::to_text(g) << "\nwant " << want[i] << "\ngot " << on_cpu[i];
+    }
     shrunk += glia::optimize(g).size() < glia::prune(g).size();
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i) {

@@ -109,6 +109,7 @@ class CpuExecutable final : public Executable {
     ThreadScope scope(threads_);  // oneDNN picks its kernels for the thread count it sees
     cpu::Lowering lowering(graph_, engine_);
     cpu::lower_onednn(lowering);
+    cpu::lower_fused(lowering);
     cpu::lower_reference(lowering);
     kernels_ = schedule(graph_, lowering.take_kernels());
     for (const auto& k : kernels_)

@@ -1,0 +1,88 @@
+// Internal: a fused group compiled into sweeps over flat iteration domains. A sweep runs
+// a short register program per tile of kTile consecutive elements (loads through index
+// maps, element-wise instructions, stores and reduction accumulates); the sweeps of a
+// group run in order, later ones reading what earlier ones reduced or stored.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "glia/core/graph.hpp"
+
+namespace glia::detail::cpu::fused {
+
+inline constexpr int kTile = 512;
+inline constexpr int kRegBytes = kTile * 8;  // the widest compute type is 8 bytes
+inline constexpr int kMaxViewRank = 16;
+
+// Where a load reads or a store writes: a kernel input, a kernel output, or a byte
+// offset into the kernel's scratchpad.
+struct Place {
+  enum Kind : std::uint8_t { input, output, scratch } kind = input;
+  int index = 0;
+  std::int64_t offset = 0;
+};
+
+// Flat index t over `dims` (row-major) -> element offset + sum(index[d] * strides[d]),
+// with adjacent axes merged where they step as one.
+struct View {
+  int rank = 0;
+  std::array<std::int64_t, kMaxViewRank> dims{}, strides{};
+  std::int64_t offset = 0;
+  bool identity = false;  // element t at offset t
+};
+
+enum class Code : std::uint8_t {
+  load,
+  iota,
+  random,
+  unary,
+  binary,
+  compare,
+  select,
+  cast,
+  store,
+  reduce
+};
+
+struct Instr {
+  Code code = Code::load;
+  Op op = Op::add;
+  DType dtype = DType::f32;      // the result's dtype (store, reduce: the value's)
+  DType src_dtype = DType::f32;  // the operands' dtype (compare, cast)
+  int dst = -1, a = -1, b = -1, c = -1;
+  Place place;  // load, store, random (the key)
+  View view;    // load; reduce: the map from the input's flat index to the output's
+  std::int64_t iota_stride = 1, iota_dim = 1;
+  int reduction = -1;  // reduce: index into Sweep::reductions
+};
+
+struct Reduction {
+  Op op = Op::reduce_sum;
+  DType dtype = DType::f32;
+  std::int64_t numel = 0;  // of the result
+  Place dest;
+};
+
+struct Sweep {
+  std::int64_t numel = 0;  // the iteration domain's size
+  std::vector<Instr> code;
+  int registers = 0;
+  std::vector<Reduction> reductions;
+  std::vector<std::string> ops;  // the ops it computes, for describe()
+};
+
+// The places bound for one run.
+struct Bindings {
+  std::vector<const std::byte*> inputs;
+  std::vector<std::byte*> outputs;
+  std::byte* scratch = nullptr;
+};
+
+// Runs one sweep on up to `threads` OpenMP threads (fewer for small domains).
+void run_sweep(const Sweep& sweep, const Bindings& bindings, int threads);
+
+}  // namespace glia::detail::cpu::fused

@@ -1,0 +1,38 @@
+// Fusion analysis, shared by the backends that generate fused kernels: partitions the
+// element-wise, layout-view, random and reduction nodes of a graph into convex groups,
+// each of which a backend runs as one kernel (possibly in several sweeps, one per
+// reduction level: softmax is max | exp-sum | divide).
+//   auto groups = glia::fusion_groups(graph, eligible);  // eligible: not claimed elsewhere
+#pragma once
+
+#include <vector>
+
+#include "glia/core/graph.hpp"
+
+namespace glia {
+
+// Ops a fused group may hold: unary, binary, compare, select, cast, stop_gradient,
+// broadcast, reshape, transpose, slice, reverse, iota, random_bits and the four value
+// reductions (not argmax/argmin).
+bool fusible_op(Op op);
+
+// Ops that read their operand through an index map rather than element for element
+// (broadcast, transpose, slice, reverse; random_bits reads its key): a fused kernel
+// needs that operand in memory before the sweep that reads it.
+bool reads_operand_as_view(Op op);
+
+struct FusionGroup {
+  std::vector<ValueId> nodes;    // in graph order
+  std::vector<ValueId> inputs;   // values read from outside the group, first use first
+  std::vector<ValueId> outputs;  // members read outside the group or returned by the graph
+};
+
+// Groups of the eligible nodes (eligible[id], fusible ops only), every eligible node in
+// exactly one group, in graph order of their first node. A group is convex: no path
+// leaves it and comes back, so its kernel can run after all its inputs and before all
+// readers of its outputs. A broadcast joins its operand's group only when it enlarges
+// it (a reduction's result broadcast back: softmax); transpose, slice and reverse
+// start a new group rather than force their operand into memory mid-kernel.
+std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<bool>& eligible);
+
+}  // namespace glia

@@ -1,0 +1,190 @@
+// Fusion analysis: a greedy pass in graph order that puts each eligible node into the
+// group of its producers when the merged group stays convex, with union-find over groups
+// and, per node, the set of groups it depends on (a bitset over group ids).
+#include "glia/compiler/fusion.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+
+namespace glia {
+
+bool fusible_op(Op op) {
+  switch (op_info(op).op_class) {
+    case OpClass::unary:
+    case OpClass::binary:
+    case OpClass::compare:
+    case OpClass::select:
+    case OpClass::random:
+      return true;
+    case OpClass::layout:
+      return op == Op::broadcast || op == Op::reshape || op == Op::transpose || op == Op::slice ||
+             op == Op::reverse;
+    case OpClass::reduction:
+      return op != Op::argmax && op != Op::argmin;
+    case OpClass::leaf:
+      return op == Op::iota;
+    default:
+      return false;
+  }
+}
+
+bool reads_operand_as_view(Op op) {
+  return op == Op::broadcast || op == Op::transpose || op == Op::slice || op == Op::reverse ||
+         op == Op::random_bits;
+}
+
+namespace {
+
+class Grouper {
+ public:
+  Grouper(const Graph& g, const std::vector<bool>& eligible)
+      : g_(g),
+        eligible_(eligible),
+        n_(static_cast<std::size_t>(g.size())),
+        words_((n_ + 63) / 64),
+        group_(n_, -1),
+        parent_(n_),
+        anc_(n_ * words_, 0) {
+    std::iota(parent_.begin(), parent_.end(), 0);
+  }
+
+  std::vector<FusionGroup> run() {
+    for (std::size_t i = 0; i < n_; ++i) visit(static_cast<ValueId>(i));
+    return collect();
+  }
+
+ private:
+  int find(int x) {
+    while (parent_[std::size_t(x)] != x)
+      x = parent_[std::size_t(x)] = parent_[std::size_t(parent_[std::size_t(x)])];
+    return x;
+  }
+  std::uint64_t* anc(ValueId v) { return &anc_[std::size_t(v) * words_]; }
+  const Node& node(ValueId v) const { return g_.nodes()[std::size_t(v)]; }
+  bool fusible(ValueId v) const { return eligible_[std::size_t(v)] && fusible_op(node(v).op); }
+  int group_of(ValueId v) { return group_[std::size_t(v)] < 0 ? -1 : find(group_[std::size_t(v)]); }
+
+  // Whether v depends on any group in `set` (roots).
+  bool depends_on(ValueId v, const std::vector<int>& set) {
+    const std::uint64_t* a = anc(v);
+    for (std::size_t w = 0; w < words_; ++w)
+      for (std::uint64_t bits = a[w]; bits; bits &= bits - 1) {
+        int id = int(w * 64 + std::size_t(__builtin_ctzll(bits)));
+        if (std::find(set.begin(), set.end(), find(id)) != set.end()) return true;
+      }
+    return false;
+  }
+
+  // Merging `set` (group roots) with the new node n keeps every path between members
+  // inside: no operand outside the merged set depends on a member.
+  bool convex(ValueId n, const std::vector<int>& set) {
+    auto outside_reads_ok = [&](ValueId m) {
+      for (ValueId o : node(m).inputs) {
+        int go = group_of(o);
+        if (go >= 0 && std::find(set.begin(), set.end(), go) != set.end()) continue;
+        if (depends_on(o, set)) return false;
+      }
+      return true;
+    };
+    if (!outside_reads_ok(n)) return false;
+    for (int gr : set)
+      for (ValueId m : members_[std::size_t(gr)])
+        if (!outside_reads_ok(m)) return false;
+    return true;
+  }
+
+  // Operand groups n may join.
+  std::vector<int> candidates(ValueId n) {
+    const Node& nd = node(n);
+    std::vector<int> c;
+    if (nd.op == Op::transpose || nd.op == Op::slice || nd.op == Op::reverse) return c;
+    for (ValueId o : nd.inputs) {
+      int go = group_of(o);
+      if (go < 0) continue;
+      if (nd.op == Op::broadcast && node(o).type.shape.numel() >= nd.type.shape.numel()) continue;
+      if (std::find(c.begin(), c.end(), go) == c.end()) c.push_back(go);
+    }
+    return c;
+  }
+
+  void visit(ValueId n) {
+    std::uint64_t* a = anc(n);
+    for (ValueId o : node(n).inputs) {
+      const std::uint64_t* ao = anc(o);
+      for (std::size_t w = 0; w < words_; ++w) a[w] |= ao[w];
+    }
+    if (!fusible(n)) return;
+    std::vector<int> c = candidates(n);
+    std::vector<int> chosen;
+    if (!c.empty() && convex(n, c)) {
+      chosen = c;
+    } else {
+      for (int gr : c)
+        if (convex(n, {gr})) {
+          chosen = {gr};
+          break;
+        }
+    }
+    int root = static_cast<int>(n);
+    members_.resize(n_);
+    members_[std::size_t(root)].push_back(n);
+    for (int gr : chosen) {
+      parent_[std::size_t(gr)] = root;
+      auto& m = members_[std::size_t(gr)];
+      members_[std::size_t(root)].insert(members_[std::size_t(root)].end(), m.begin(), m.end());
+      m.clear();
+    }
+    group_[std::size_t(n)] = root;
+    a[std::size_t(root) / 64] |= std::uint64_t(1) << (std::size_t(root) % 64);
+  }
+
+  std::vector<FusionGroup> collect() {
+    std::vector<int> index(n_, -1);
+    std::vector<FusionGroup> groups;
+    std::vector<bool> is_output(n_, false);
+    for (ValueId o : g_.outputs()) is_output[std::size_t(o)] = true;
+    for (std::size_t i = 0; i < n_; ++i) {
+      int gr = group_of(ValueId(i));
+      if (gr < 0) continue;
+      if (index[std::size_t(gr)] < 0) {
+        index[std::size_t(gr)] = int(groups.size());
+        groups.emplace_back();
+      }
+      groups[std::size_t(index[std::size_t(gr)])].nodes.push_back(ValueId(i));
+    }
+    std::vector<bool> read_outside(n_, false);
+    for (std::size_t i = 0; i < n_; ++i) {
+      int gi = group_of(ValueId(i));
+      for (ValueId o : node(ValueId(i)).inputs) {
+        int go = group_of(o);
+        if (go >= 0 && go != gi) read_outside[std::size_t(o)] = true;
+        if (gi >= 0 && go != gi) {
+          auto& in = groups[std::size_t(index[std::size_t(gi)])].inputs;
+          if (std::find(in.begin(), in.end(), o) == in.end()) in.push_back(o);
+        }
+      }
+    }
+    for (auto& gr : groups)
+      for (ValueId v : gr.nodes)
+        if (read_outside[std::size_t(v)] || is_output[std::size_t(v)]) gr.outputs.push_back(v);
+    return groups;
+  }
+
+  const Graph& g_;
+  const std::vector<bool>& eligible_;
+  std::size_t n_, words_;
+  std::vector<int> group_, parent_;
+  std::vector<std::uint64_t> anc_;
+  std::vector<std::vector<ValueId>> members_;
+};
+
+}  // namespace
+
+std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<bool>& eligible) {
+  check(eligible.size() == static_cast<std::size_t>(graph.size()), "fusion_groups: graph '",
+        graph.name(), "' has ", graph.size(), " nodes, eligible has ", eligible.size());
+  return Grouper(graph, eligible).run();
+}
+
+}  // namespace glia
