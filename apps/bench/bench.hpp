@@ -52,6 +52,8 @@ struct Environment {
   std::string data;               // "real MNIST in ..." or "synthetic ..."
 };
 
+// Samples each contender takes at least (the time budget may take more).
+std::int64_t min_samples(const CaseInfo& info, const Settings& s);
 // The peer executable to use, or an empty string with `why` set.
 std::string find_peer(const Settings& s, std::string& why);
 // Runs one case in the peer; fills `env`'s peer fields from its answer.

@@ -46,6 +46,15 @@ std::vector<const CaseInfo*> select_cases(const std::string& patterns) {
   return out;
 }
 
+}  // namespace
+
+// Epoch cases take seconds a call: one sample after the warm-up may have to do.
+std::int64_t min_samples(const CaseInfo& info, const Settings& s) {
+  return s.quick || info.epoch ? 1 : 3;
+}
+
+namespace {
+
 ContenderResult run_glia(const CaseInfo& info, const std::string& backend, const Settings& s,
                          const CaseContext& context) {
   ContenderResult r{.name = backend};
@@ -57,7 +66,7 @@ ContenderResult run_glia(const CaseInfo& info, const std::string& backend, const
   AllocationStats before;
   MeasureOptions o{.warmup_seconds = s.warmup_seconds,
                    .time_seconds = s.time_seconds,
-                   .min_samples = s.quick ? 1 : 3,
+                   .min_samples = min_samples(info, s),
                    .before_samples = [&] { before = allocation_stats(); }};
   Measurement m = measure(c.call, o);
   AllocationStats after = allocation_stats();

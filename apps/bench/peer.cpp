@@ -51,7 +51,7 @@ ContenderResult run_peer(const std::string& peer, const CaseInfo& info, const Se
   std::ostringstream cmd;
   cmd << "env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=" << s.threads << " " << shell_quoted(peer)
       << " --case " << info.name << " --threads " << s.threads << " --time " << s.time_seconds
-      << " --warmup " << s.warmup_seconds << " --min-samples " << (s.quick ? 1 : 3)
+      << " --warmup " << s.warmup_seconds << " --min-samples " << min_samples(info, s)
       << " --epoch-fraction " << s.epoch_fraction;
   if (!data_dir.empty()) cmd << " --data-dir " << shell_quoted(data_dir);
   std::fflush(stdout);
