@@ -4,6 +4,7 @@
 # main job (`run`) or the whole test suite (`test`). Safe to run again and again.
 #   ./apps/setup.sh run [glia arguments...]   # default: glia train (MNIST MLP, 5 epochs)
 #   ./apps/setup.sh test
+#   ./apps/setup.sh bench [glia bench arguments...]   # also installs the LibTorch peer
 # Environment: GLIA_BUILD_DIR (default ./build), GLIA_BUILD_TYPE (RelWithDebInfo),
 # GLIA_DATA_DIR (./data/mnist), GLIA_JOBS (all cores).
 set -euo pipefail
@@ -39,6 +40,7 @@ usage() {
   cat <<EOF
 usage: $0 run [glia arguments...]   build, then run the main job (default: glia train)
        $0 test                      build, then run the whole test suite (ctest)
+       $0 bench [arguments...]      also install LibTorch and OpenBLAS, build, run glia bench
 
 Installs missing Debian packages first (apt-get, through sudo when not root) and
 puts MNIST in \$GLIA_DATA_DIR (default: $root/data/mnist).
@@ -56,7 +58,7 @@ is_installed() {
 install_packages() {
   command -v dpkg-query >/dev/null || die "this script installs Debian packages: dpkg-query not found"
   local missing=() pkg
-  for pkg in "${kPackages[@]}"; do is_installed "$pkg" || missing+=("$pkg"); done
+  for pkg in "${kPackages[@]}" "$@"; do is_installed "$pkg" || missing+=("$pkg"); done
   if ((${#missing[@]} == 0)); then
     say "Debian packages: all ${#kPackages[@]} present"
     return
@@ -157,7 +159,7 @@ fetch_mnist() {
 
 mode="${1:-}"
 case "$mode" in
-  run | test) shift ;;
+  run | test | bench) shift ;;
   -h | --help | help)
     usage
     exit 0
@@ -168,7 +170,11 @@ case "$mode" in
     ;;
 esac
 
-install_packages
+# glia bench's peer: LibTorch, whose GEMMs use OpenBLAS only where it is the libblas.so.3
+# alternative (netlib's reference BLAS is several times slower).
+extra_packages=()
+[[ $mode == bench ]] && extra_packages=(libtorch-dev libopenblas0-openmp)
+install_packages "${extra_packages[@]}"
 build
 export GLIA_DATA_DIR="$data_dir"
 
@@ -177,6 +183,15 @@ if [[ $mode == run ]]; then
   (($# > 0)) || set -- train
   say "Running: glia $*"
   exec "$build_dir/apps/glia" "$@"
+fi
+
+if [[ $mode == bench ]]; then
+  fetch_mnist || warn "no MNIST: the epoch cases of glia bench use synthetic data"
+  if command -v update-alternatives >/dev/null; then
+    say "BLAS: $(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | sed -n 's/^Value: //p')"
+  fi
+  say "Running: glia bench $*"
+  exec "$build_dir/apps/glia" bench "$@"
 fi
 
 fetch_mnist || warn "tests that need MNIST will be skipped"

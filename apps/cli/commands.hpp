@@ -23,5 +23,7 @@ Command add_demo_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 // `glia eval`: evaluates a model on the MNIST test split.
 Command add_eval_command(CLI::App& app);
+// `glia bench`: benchmarks of glia's backends against LibTorch (apps/bench).
+Command add_bench_command(CLI::App& app);
 
 }  // namespace glia::cli

@@ -1,0 +1,69 @@
+// The pieces of `glia bench` shared by its source files: settings, per-contender results,
+// the LibTorch peer launcher and the report (table and JSON).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cases.hpp"
+#include "stats.hpp"
+
+namespace glia::bench {
+
+struct Settings {
+  std::string cases = "*";
+  std::string backends = "interp,cpu";
+  double time_seconds = 3;
+  double warmup_seconds = 1;
+  int threads = 2;
+  std::string json;
+  bool no_peer = false;
+  bool quick = false;
+  bool include_slow = false;
+  double epoch_fraction = 1;
+  std::string data_dir;  // empty: $GLIA_DATA_DIR, else ./data/mnist
+  std::string peer;      // empty: glia-torch-peer next to the glia executable
+};
+
+struct ContenderResult {
+  std::string name;     // "interp", "cpu", "libtorch"
+  std::string skipped;  // why it did not run; empty when it ran
+  Summary summary;      // seconds per call
+  std::int64_t calls = 0;
+  std::int64_t calls_per_sample = 1;
+  std::optional<double> bytes_per_call, allocations_per_call;  // glia's Tensor storage
+  std::string note;
+};
+
+struct CaseResult {
+  const CaseInfo* info = nullptr;
+  std::vector<ContenderResult> contenders;
+};
+
+// What the report header says about the machine and the peer.
+struct Environment {
+  std::string blas;          // the libblas.so.3 alternative selected
+  std::string peer_path;     // empty when no peer runs
+  std::string peer_missing;  // why no peer runs
+  std::string torch_version, peer_blas, aten_cpu_capability;
+  std::string openblas_coretype;  // in glia bench's environment (unset for the peer)
+  std::string data;               // "real MNIST in ..." or "synthetic ..."
+};
+
+// Samples each contender takes at least (the time budget may take more).
+std::int64_t min_samples(const CaseInfo& info, const Settings& s);
+// The peer executable to use, or an empty string with `why` set.
+std::string find_peer(const Settings& s, std::string& why);
+// Runs one case in the peer; fills `env`'s peer fields from its answer.
+ContenderResult run_peer(const std::string& peer, const CaseInfo& info, const Settings& s,
+                         const std::string& data_dir, Environment& env);
+std::string selected_blas();
+
+void print_header(const Settings& s, const Environment& env);
+void print_case(const CaseResult& r);
+void write_json(const std::string& path, const Settings& s, const Environment& env,
+                const std::vector<CaseResult>& results);
+
+}  // namespace glia::bench

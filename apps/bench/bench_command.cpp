@@ -1,0 +1,188 @@
+// `glia bench`: Benchee-style benchmarks of glia's backends against LibTorch (issue 6). For
+// each case: every selected glia backend in this process, then the LibTorch peer as a
+// child process, back to back; a table per case and, with --json, every figure.
+#include <fnmatch.h>
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "../cli/commands.hpp"
+#include "bench.hpp"
+#include "glia/glia.hpp"
+
+#ifdef GLIA_BENCH_OPENMP
+#include <omp.h>
+#endif
+
+namespace glia::bench {
+
+namespace {
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<const CaseInfo*> select_cases(const std::string& patterns) {
+  std::vector<const CaseInfo*> out;
+  std::string known;
+  for (const CaseInfo& c : all_cases()) known += (known.empty() ? "" : ", ") + c.name;
+  std::vector<std::string> list = split(patterns);
+  check(!list.empty(), "--cases: empty list (known: ", known, ")");
+  for (const std::string& p : list) {
+    bool any = false;
+    for (const CaseInfo& c : all_cases())
+      if (fnmatch(p.c_str(), c.name.c_str(), 0) == 0) {
+        any = true;
+        if (std::find(out.begin(), out.end(), &c) == out.end()) out.push_back(&c);
+      }
+    check(any, "--cases: '", p, "' matches no case (known: ", known, ")");
+  }
+  return out;
+}
+
+}  // namespace
+
+// Epoch cases take seconds a call: one sample after the warm-up may have to do.
+std::int64_t min_samples(const CaseInfo& info, const Settings& s) {
+  return s.quick || info.epoch ? 1 : 3;
+}
+
+namespace {
+
+ContenderResult run_glia(const CaseInfo& info, const std::string& backend, const Settings& s,
+                         const CaseContext& context) {
+  ContenderResult r{.name = backend};
+  if (backend == "interp" && !info.interp_by_default && !s.include_slow) {
+    r.skipped = "minutes on the interpreter (--include-slow runs it)";
+    return r;
+  }
+  PreparedCase c = prepare_glia_case(info, backend, context);
+  AllocationStats before;
+  MeasureOptions o{.warmup_seconds = s.warmup_seconds,
+                   .time_seconds = s.time_seconds,
+                   .min_samples = min_samples(info, s),
+                   .before_samples = [&] { before = allocation_stats(); }};
+  Measurement m = measure(c.call, o);
+  AllocationStats after = allocation_stats();
+  for (double& t : m.per_call) t *= c.time_scale;
+  r.summary = summarize(m.per_call);
+  r.calls = m.calls;
+  r.calls_per_sample = m.calls_per_sample;
+  // Per call as reported: a partial epoch's counts are scaled like its time.
+  auto per_call = [&](std::int64_t n) {
+    return static_cast<double>(n) * c.time_scale / static_cast<double>(m.calls);
+  };
+  r.bytes_per_call = per_call(after.bytes - before.bytes);
+  r.allocations_per_call = per_call(after.count - before.count);
+  r.note = c.note;
+  return r;
+}
+
+int run_bench(Settings s) {
+  if (s.quick) {
+    s.warmup_seconds = 0;
+    s.time_seconds = std::min(s.time_seconds, 0.1);
+  }
+  std::vector<const CaseInfo*> cases = select_cases(s.cases);
+  std::vector<std::string> backends = split(s.backends);
+  for (const std::string& b : backends)
+    check(b == "interp" || b == "cpu", "--backends: unknown backend '", b,
+          "' (known: interp, cpu)");
+#ifdef GLIA_BENCH_OPENMP
+  // The cpu backend and oneDNN share OpenMP's pool; build() and TrainStep take no thread
+  // count, so the pool's size is set here for every compiled function.
+  omp_set_num_threads(s.threads);
+#endif
+  Environment env;
+  env.blas = selected_blas();
+  env.peer_path = find_peer(s, env.peer_missing);
+  if (const char* c = std::getenv("OPENBLAS_CORETYPE")) env.openblas_coretype = c;
+  if (const char* c = std::getenv("ATEN_CPU_CAPABILITY")) env.aten_cpu_capability = c;
+
+  std::string data_dir = s.data_dir;
+  if (data_dir.empty()) {
+    const char* env_dir = std::getenv("GLIA_DATA_DIR");
+    data_dir = env_dir != nullptr ? env_dir : "data/mnist";
+  }
+  std::unique_ptr<TrainData> data;
+  bool any_epoch = std::any_of(cases.begin(), cases.end(), [](auto* c) { return c->epoch; });
+  if (any_epoch) {
+    data = std::make_unique<TrainData>(load_train_data(data_dir));
+    env.data = data->synthetic
+                   ? "synthetic (random images and labels of MNIST's size: no MNIST in " +
+                         data_dir + "; apps/setup.sh fetches it)"
+                   : "MNIST from " + data_dir;
+  }
+  print_header(s, env);
+  if (any_epoch) std::cout << "Training data: " << env.data << "\n";
+
+  CaseContext context{.threads = s.threads, .epoch_fraction = s.epoch_fraction, .data = data.get()};
+  std::vector<CaseResult> results;
+  for (const CaseInfo* info : cases) {
+    CaseResult r{.info = info};
+    for (const std::string& b : backends) r.contenders.push_back(run_glia(*info, b, s, context));
+    if (info->has_peer && !env.peer_path.empty())
+      r.contenders.push_back(
+          run_peer(env.peer_path, *info, s, data && !data->synthetic ? data_dir : "", env));
+    print_case(r);
+    results.push_back(std::move(r));
+  }
+  if (!env.peer_path.empty())
+    std::cout << "\nLibTorch " << env.torch_version
+              << ", BLAS mapped into the peer: " << env.peer_blas << "\n";
+  if (!s.json.empty()) {
+    write_json(s.json, s, env, results);
+    std::cout << "Wrote " << s.json << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+}  // namespace glia::bench
+
+namespace glia::cli {
+
+Command add_bench_command(CLI::App& app) {
+  auto s = std::make_shared<bench::Settings>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Benchmarks (Benchee style): glia's backends against LibTorch, same run");
+  std::string names;
+  for (const bench::CaseInfo& c : bench::all_cases()) names += (names.empty() ? "" : ", ") + c.name;
+  cmd->add_option("--cases", s->cases,
+                  "Cases to run: a comma list of names or globs (" + names + ")")
+      ->capture_default_str();
+  cmd->add_option("--backends", s->backends, "glia backends to run: interp, cpu (comma list)")
+      ->capture_default_str();
+  cmd->add_option("--time", s->time_seconds, "Seconds of samples per case and contender")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--warmup", s->warmup_seconds, "Seconds of warm-up per case and contender")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--threads", s->threads, "Threads for glia and for LibTorch")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--json", s->json, "Also write every figure to this JSON file");
+  cmd->add_flag("--no-peer", s->no_peer, "Do not run the LibTorch peer");
+  cmd->add_flag("--quick", s->quick, "No warm-up and 0.1 s of samples (a smoke test)");
+  cmd->add_flag(
+      "--include-slow", s->include_slow,
+      "Also run the interpreter on the cases that take it minutes (epochs, batch 10,000)");
+  cmd->add_option("--epoch-fraction", s->epoch_fraction,
+                  "Epoch cases time this part of an epoch and scale to a whole one")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--data-dir", s->data_dir,
+                  "MNIST folder (default: $GLIA_DATA_DIR, else ./data/mnist; synthetic if absent)");
+  cmd->add_option("--peer", s->peer, "The glia-torch-peer executable (default: next to glia)");
+  return {cmd, [s] { return bench::run_bench(*s); }};
+}
+
+}  // namespace glia::cli

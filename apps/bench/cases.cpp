@@ -1,0 +1,189 @@
+// glia's side of the benchmark cases: the models of apps/cli/mnist_models.cpp, built and
+// compiled through the public APIs (build, jit, TrainStep) on the backend asked for.
+#include "cases.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "../cli/mnist_models.hpp"
+#include "glia/glia.hpp"
+
+namespace glia::bench {
+
+const std::vector<CaseInfo>& all_cases() {
+  static const std::vector<CaseInfo> kCases{
+      {.name = "tiny_init",
+       .description = "tiny model (Axon's guide) {2,18} -> dense 32 -> relu -> dense 1 -> softmax: "
+                      "init (parameters from a seed)"},
+      {.name = "tiny_predict", .description = "tiny model: predict on x {2,18}"},
+      {.name = "softmax_1k", .description = "softmax over 1,000 f32"},
+      {.name = "softmax_1m", .description = "softmax over 1,000,000 f32"},
+      {.name = "mlp_predict_b1",
+       .description = "MNIST MLP (784-128 relu-dropout 0.5-10) predict, batch 1",
+       .items_per_call = 1,
+       .batch = 1},
+      {.name = "mlp_predict_b10000",
+       .description = "MNIST MLP predict, batch 10,000",
+       .items_per_call = 10000,
+       .interp_by_default = false,
+       .batch = 10000},
+      {.name = "mlp_epoch_b128",
+       .description = "MNIST MLP training epoch (Adam 1e-3, cross-entropy), batch 128",
+       .items_per_call = 60000,
+       .interp_by_default = false,
+       .epoch = true,
+       .model = "mlp",
+       .batch = 128},
+      {.name = "mlp_epoch_b32",
+       .description = "MNIST MLP training epoch, batch 32",
+       .items_per_call = 60000,
+       .interp_by_default = false,
+       .epoch = true,
+       .model = "mlp",
+       .batch = 32},
+      {.name = "cnn_epoch_b128",
+       .description = "MNIST CNN (conv3x3x32-pool-conv3x3x64-pool-dense128-dense10) training "
+                      "epoch, batch 128",
+       .items_per_call = 60000,
+       .interp_by_default = false,
+       .epoch = true,
+       .model = "cnn",
+       .batch = 128},
+      {.name = "mlp_step_compile",
+       .description = "MLP training step (batch 128) on a fresh TrainStep: trace + optimize + "
+                      "compile",
+       .has_peer = false,
+       .model = "mlp",
+       .batch = 128},
+  };
+  return kCases;
+}
+
+namespace {
+
+Model tiny_model() {
+  Model x = input("data", {-1, 18});
+  Model h = dense(x, 32);
+  h = activation(h, "relu");
+  h = dense(h, 1);
+  return activation(h, "softmax");
+}
+
+Tensor uniform_tensor(Shape shape, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (float& f : v) f = u(gen);
+  return Tensor::from(v, shape);
+}
+
+Expr cross_entropy(const Expr& y_true, const Expr& y_pred) {
+  return losses::categorical_cross_entropy(y_true, y_pred);
+}
+
+// One training epoch (or the first part of one) of TrainStep over shuffled batches, the
+// batching inside the timed call as in `glia train`.
+PreparedCase epoch_case(const CaseInfo& info, const std::string& backend,
+                        const CaseContext& context) {
+  check(context.data != nullptr, "bench case ", info.name, " needs the training data");
+  Dataset data = context.data->train;
+  if (info.model == "cnn") data.x = data.x.reshape({data.size(), 28, 28, 1});
+  auto step = std::make_shared<TrainStep>(cli::mnist_model(info.model), cross_entropy,
+                                          optimizers::adam(1e-3), StepOptions{.backend = backend});
+  auto state = std::make_shared<TrainState>(step->init(0));
+  auto batches = std::make_shared<Batches>(
+      data, BatchOptions{.batch_size = info.batch, .shuffle = true, .seed = 0});
+  std::int64_t per_epoch = batches->batches_per_epoch();
+  auto timed =
+      static_cast<std::int64_t>(std::ceil(context.epoch_fraction * static_cast<double>(per_epoch)));
+  timed = std::clamp<std::int64_t>(timed, 1, per_epoch);
+  // Compile both batch shapes (the full one and the epoch's last, partial one) up front.
+  {
+    BatchIterator it = batches->epoch(0);
+    std::optional<Batch> last;
+    for (std::int64_t i = 0; i < per_epoch; ++i) last = it.next();
+    Batch first = *batches->epoch(0).next();
+    (*step)(*state, first.x, first.y);
+    (*step)(*state, last->x, last->y);
+  }
+  auto epoch = std::make_shared<std::int64_t>(1);
+  PreparedCase c;
+  c.call = [=] {
+    BatchIterator it = batches->epoch((*epoch)++);
+    for (std::int64_t i = 0; i < timed; ++i) {
+      std::optional<Batch> b = it.next();
+      (*step)(*state, b->x, b->y);
+    }
+  };
+  c.time_scale = static_cast<double>(per_epoch) / static_cast<double>(timed);
+  if (timed < per_epoch)
+    c.note = cat("timed ", timed, " of ", per_epoch, " batches, scaled to an epoch");
+  return c;
+}
+
+}  // namespace
+
+TrainData load_train_data(const std::string& dir) {
+  TrainData d;
+  if (std::filesystem::exists(std::filesystem::path(dir) / "train-images-idx3-ubyte") ||
+      std::filesystem::exists(std::filesystem::path(dir) / "train-images-idx3-ubyte.gz")) {
+    Mnist m = load_mnist(dir);
+    d.train = {cli::mnist_inputs("mlp", m.train_images), one_hot_labels(m.train_labels, 10)};
+    return d;
+  }
+  d.synthetic = true;
+  std::mt19937 gen(0);
+  std::vector<std::uint8_t> labels(60000);
+  for (std::uint8_t& l : labels) l = static_cast<std::uint8_t>(gen() % 10);
+  d.train = {uniform_tensor({60000, 784}, 1), one_hot_labels(Tensor::from(labels), 10)};
+  return d;
+}
+
+PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
+                               const CaseContext& context) {
+  PreparedCase c;
+  const std::string& n = info.name;
+  if (n == "tiny_init" || n == "tiny_predict") {
+    BuiltModel built = build(tiny_model(), {.backend = backend});
+    auto state = std::make_shared<ModelState>(built.init(0));
+    if (n == "tiny_init") {
+      c.call = [init = built.init] { init(0); };
+    } else {
+      Tensor x = uniform_tensor({2, 18}, 2);
+      c.call = [predict = built.predict, state, x] { predict(*state, x); };
+    }
+    c.call();  // compiles
+  } else if (n == "softmax_1k" || n == "softmax_1m") {
+    auto f = jit(
+        [](const Expr& x) { return softmax(x); },
+        {.backend = backend, .name = "softmax", .compile_options = {.threads = context.threads}});
+    Tensor x = uniform_tensor({n == "softmax_1k" ? 1000 : 1000000}, 3);
+    c.call = [f, x] { f(x); };
+    c.call();
+  } else if (n == "mlp_predict_b1" || n == "mlp_predict_b10000") {
+    BuiltModel built = build(cli::mnist_model("mlp"), {.backend = backend});
+    auto state = std::make_shared<ModelState>(built.init(0));
+    Tensor x = uniform_tensor({info.batch, 784}, 4);
+    c.call = [predict = built.predict, state, x] { predict(*state, x); };
+    c.call();
+  } else if (info.epoch) {
+    return epoch_case(info, backend, context);
+  } else if (n == "mlp_step_compile") {
+    Model model = cli::mnist_model("mlp");
+    TrainState state =
+        TrainStep(model, cross_entropy, optimizers::adam(1e-3), {.backend = backend}).init(0);
+    Tensor x = uniform_tensor({info.batch, 784}, 5);
+    Tensor y = Tensor::zeros({info.batch, 10});
+    c.call = [=] {
+      TrainStep fresh(model, cross_entropy, optimizers::adam(1e-3), {.backend = backend});
+      fresh.graph_text(state, x, y);
+    };
+    c.note = "TrainStep::graph_text: trace, optimize, compile, print";
+  } else {
+    throw Error(cat("unknown bench case '", n, "'"));
+  }
+  return c;
+}
+
+}  // namespace glia::bench

@@ -1,0 +1,52 @@
+// The cases of `glia bench` (issue 6): what each measures, which contenders run it by
+// default, and glia's side of each (the LibTorch side is apps/bench/torch/torch_peer.cpp).
+//   glia::bench::PreparedCase c = glia::bench::prepare_glia_case(all_cases()[0], "cpu", ctx);
+//   c.call();  // one timed call
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "glia/datasets/dataset.hpp"
+
+namespace glia::bench {
+
+struct CaseInfo {
+  std::string name;
+  std::string description;
+  double items_per_call = 0;      // images per call, for throughput (0: not a throughput case)
+  bool interp_by_default = true;  // false where the interpreter would take minutes
+  bool has_peer = true;           // LibTorch runs it too
+  bool epoch = false;             // a training epoch over MNIST (--epoch-fraction applies)
+  std::string model;              // epoch cases: "mlp" or "cnn"
+  std::int64_t batch = 0;         // predict and epoch cases
+};
+const std::vector<CaseInfo>& all_cases();
+
+// MNIST's 60,000 training images as the MLP takes them ([N, 784] f32 in [0, 1], one-hot
+// labels [N, 10]): the real files in `dir`, or synthetic data of the same size when they
+// are absent (`synthetic` says which).
+struct TrainData {
+  Dataset train;
+  bool synthetic = false;
+};
+TrainData load_train_data(const std::string& dir);
+
+struct CaseContext {
+  int threads = 0;                  // CompileOptions::threads for jitted functions
+  double epoch_fraction = 1;        // epoch cases time this part of an epoch, then scale
+  const TrainData* data = nullptr;  // epoch cases
+};
+
+struct PreparedCase {
+  std::function<void()> call;  // one timed call; set-up and compilation happen before
+  double time_scale = 1;       // multiplies measured times (a partial epoch -> a whole one)
+  std::string note;
+};
+// Builds, initialises and compiles what `info` measures on `backend`.
+PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
+                               const CaseContext& context);
+
+}  // namespace glia::bench
