@@ -156,10 +156,11 @@ void check_activation(std::string_view layer, const std::string& activation) {
 
 Model activation(const Model& x, const std::string& activation, const ActivationOptions& options) {
   detail::check_activation("activation", activation);
-  return layer(
-      activation, {x},
-      [activation](LayerContext& c) { return activations::by_name(activation, c.input()); }, {},
-      {options.name});
+  Model m =
+      layer(activation, {x},
+            [activation](LayerContext& c) { return activations::by_name(activation, c.input()); },
+            {}, {options.name});
+  return detail::with_config(m, "{}");  // the type names the activation
 }
 
 }  // namespace glia

@@ -33,32 +33,36 @@ Model concatenate(const std::vector<Model>& xs, std::int64_t axis, const Combine
               return glia::concatenate(in, feature_axis(in[0], axis, "concatenate"));
             },
             {}, {o.name});
-  return detail::with_options(m, cat("axis=", axis));
+  return detail::with_options(m, cat("axis=", axis),
+                              detail::ConfigWriter().integer("axis", axis).str());
 }
 
 Model add(const std::vector<Model>& xs, const CombineOptions& o) {
-  return layer("add", non_empty(xs, "add"),
-               [](LayerContext& c) {
-                 Expr y = c.input(0);
-                 for (std::size_t i = 1; i < c.inputs().size(); ++i) y = y + c.input(i);
-                 return y;
-               },
-               {}, {o.name});
+  Model m = layer("add", non_empty(xs, "add"),
+                  [](LayerContext& c) {
+                    Expr y = c.input(0);
+                    for (std::size_t i = 1; i < c.inputs().size(); ++i) y = y + c.input(i);
+                    return y;
+                  },
+                  {}, {o.name});
+  return detail::with_config(m, "{}");
 }
 
 Model subtract(const Model& a, const Model& b, const CombineOptions& o) {
-  return layer("subtract", {a, b}, [](LayerContext& c) { return c.input(0) - c.input(1); }, {},
-               {o.name});
+  Model m = layer("subtract", {a, b}, [](LayerContext& c) { return c.input(0) - c.input(1); }, {},
+                  {o.name});
+  return detail::with_config(m, "{}");
 }
 
 Model multiply(const std::vector<Model>& xs, const CombineOptions& o) {
-  return layer("multiply", non_empty(xs, "multiply"),
-               [](LayerContext& c) {
-                 Expr y = c.input(0);
-                 for (std::size_t i = 1; i < c.inputs().size(); ++i) y = y * c.input(i);
-                 return y;
-               },
-               {}, {o.name});
+  Model m = layer("multiply", non_empty(xs, "multiply"),
+                  [](LayerContext& c) {
+                    Expr y = c.input(0);
+                    for (std::size_t i = 1; i < c.inputs().size(); ++i) y = y * c.input(i);
+                    return y;
+                  },
+                  {}, {o.name});
+  return detail::with_config(m, "{}");
 }
 
 std::vector<Model> split(const Model& x, std::int64_t parts, std::int64_t axis,
@@ -80,7 +84,12 @@ std::vector<Model> split(const Model& x, std::int64_t parts, std::int64_t axis,
                 return slice_axis(in, k * (d / parts), d / parts, a);
               },
               {}, {name});
-    out.push_back(detail::with_options(m, cat("part=", k, " of ", parts, ", axis=", axis)));
+    out.push_back(detail::with_options(m, cat("part=", k, " of ", parts, ", axis=", axis),
+                                       detail::ConfigWriter()
+                                           .integer("parts", parts)
+                                           .integer("axis", axis)
+                                           .integer("part", k)
+                                           .str()));
   }
   return out;
 }
@@ -93,6 +102,7 @@ Model constant(const Tensor& value, const CombineOptions& o) {
   node->name = o.name;
   node->forward = [value](LayerContext&) { return Expr(value); };
   node->options = cat("value=", value.type().to_string());
+  node->config = detail::ConfigWriter().tensor("value", value).str();
   return Model(std::move(node));
 }
 

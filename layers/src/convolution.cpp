@@ -86,13 +86,30 @@ std::string conv_options_text(const ConvLayerOptions& o) {
   return s;
 }
 
+// The layer's JSON config: `head` (filters, channel_multiplier) then every option.
+std::string conv_config(detail::ConfigWriter head, const ConvLayerOptions& o) {
+  return head.integers("kernel_size", o.kernel_size)
+      .integers("strides", o.strides)
+      .padding("padding", o.padding)
+      .integers("input_dilation", o.input_dilation)
+      .integers("kernel_dilation", o.kernel_dilation)
+      .integer("feature_groups", o.feature_groups)
+      .channels("channels", o.channels)
+      .string("activation", o.activation)
+      .boolean("use_bias", o.use_bias)
+      .initializer("kernel_initializer", o.kernel_initializer)
+      .initializer("bias_initializer", o.bias_initializer)
+      .str();
+}
+
 using ShapeFn = std::function<Shape(const InputShapes&)>;
 
 // A layer with a kernel and an optional bias (of the given shapes) whose forward
 // function is `body(input, kernel)` followed by the bias and the activation.
 template <class Body>
 Model kernel_layer(const std::string& type, const Model& x, const ConvLayerOptions& o,
-                   ShapeFn kernel, ShapeFn bias, Body body, const std::string& options_text) {
+                   ShapeFn kernel, ShapeFn bias, Body body, const std::string& options_text,
+                   std::string config) {
   std::vector<ParamSpec> params{{"kernel", std::move(kernel), o.kernel_initializer}};
   if (o.use_bias) params.push_back({"bias", std::move(bias), o.bias_initializer});
   Model m = layer(type, {x},
@@ -102,7 +119,7 @@ Model kernel_layer(const std::string& type, const Model& x, const ConvLayerOptio
                     return activations::by_name(o.activation, y);
                   },
                   std::move(params), {o.name});
-  return detail::with_options(m, options_text);
+  return detail::with_options(m, options_text, std::move(config));
 }
 
 // Kernel [K..., in / groups, out] and bias [out] of conv and conv_transpose.
@@ -115,7 +132,8 @@ Model grouped_kernel_layer(const char* type, const Model& x, std::int64_t filter
         return kernel_shape(type, in[0], o, o.feature_groups, filters);
       },
       [filters](const InputShapes&) { return Shape{filters}; }, std::move(body),
-      cat("filters=", filters, ", ", conv_options_text(o)));
+      cat("filters=", filters, ", ", conv_options_text(o)),
+      conv_config(detail::ConfigWriter().integer("filters", filters), o));
 }
 
 }  // namespace
@@ -208,7 +226,8 @@ Model depthwise_conv(const Model& x, std::int64_t channel_multiplier, const Conv
       [type, o](const Expr& in, const Expr& kernel) {
         return conv_forward(type, in, kernel, o, detail::channel_dim(in.shape(), o.channels));
       },
-      cat("channel_multiplier=", channel_multiplier, ", ", conv_options_text(o)));
+      cat("channel_multiplier=", channel_multiplier, ", ", conv_options_text(o)),
+      conv_config(detail::ConfigWriter().integer("channel_multiplier", channel_multiplier), o));
 }
 
 namespace {
@@ -270,7 +289,9 @@ Model separable_conv(const char* type, int spatial, const Model& x, std::int64_t
                       },
                       std::move(params), {o.name});
   return detail::with_options(
-      model, cat("filters=", filters, ", channel_multiplier=", m, ", ", conv_options_text(o)));
+      model, cat("filters=", filters, ", channel_multiplier=", m, ", ", conv_options_text(o)),
+      conv_config(
+          detail::ConfigWriter().integer("filters", filters).integer("channel_multiplier", m), o));
 }
 
 }  // namespace

@@ -50,6 +50,7 @@ Model make_dropout(const Model& x, const DropoutOptions& o, const char* type, Ki
   auto node = std::make_shared<LayerNode>(m.node());
   node->stochastic = true;
   node->options = cat("rate=", rate);
+  node->config = detail::ConfigWriter().number("rate", rate).str();
   return Model(std::move(node));
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "layer_config.hpp"
+
 namespace glia::initializers {
 
 namespace {
@@ -113,89 +115,132 @@ Initializer scaled(std::string name, double scale, FanMode mode, Distribution di
   });
 }
 
+// The initializer with its JSON config (name and arguments) for model_to_json.
+Initializer described(Initializer init, const detail::ConfigWriter& args) {
+  init.config = args.str();
+  return init;
+}
+detail::ConfigWriter named(std::string_view name) {
+  return detail::ConfigWriter().string("name", name);
+}
+// {"name": ..., "scale": ...}: the initializers whose only argument is a scale.
+detail::ConfigWriter with_scale(std::string_view name, double scale) {
+  return named(name).number("scale", scale);
+}
+
+std::string_view mode_name(FanMode m) {
+  return m == FanMode::fan_in ? "fan_in" : m == FanMode::fan_out ? "fan_out" : "fan_avg";
+}
+std::string_view distribution_name(Distribution d) {
+  return d == Distribution::normal    ? "normal"
+         : d == Distribution::uniform ? "uniform"
+                                      : "truncated_normal";
+}
+
 }  // namespace
 
 Initializer zeros() {
-  return {"zeros", [](const Expr&, const TensorType& t) { return glia::zeros(t.shape, t.dtype); }};
+  return described(
+      {"zeros", [](const Expr&, const TensorType& t) { return glia::zeros(t.shape, t.dtype); }},
+      named("zeros"));
 }
 
 Initializer ones() {
-  return {"ones", [](const Expr&, const TensorType& t) { return glia::ones(t.shape, t.dtype); }};
+  return described(
+      {"ones", [](const Expr&, const TensorType& t) { return glia::ones(t.shape, t.dtype); }},
+      named("ones"));
 }
 
 Initializer full(double value) {
-  return {cat("full(", value, ")"), [value](const Expr&, const TensorType& t) {
-            return glia::full(t.shape, value, t.dtype);
-          }};
+  return described(
+      {cat("full(", value, ")"),
+       [value](const Expr&, const TensorType& t) { return glia::full(t.shape, value, t.dtype); }},
+      named("full").number("value", value));
 }
 
 Initializer identity(double scale) {
-  return {"identity", [scale](const Expr&, const TensorType& t) {
-            check(t.shape.rank() == 2, "identity: expected a rank-2 parameter, got ",
-                  t.to_string());
-            Expr eye = equal(iota(t.shape, 0), iota(t.shape, 1));
-            return select(eye, glia::full({}, scale, t.dtype), glia::zeros({}, t.dtype));
-          }};
+  Initializer init{"identity", [scale](const Expr&, const TensorType& t) {
+                     check(t.shape.rank() == 2, "identity: expected a rank-2 parameter, got ",
+                           t.to_string());
+                     Expr eye = equal(iota(t.shape, 0), iota(t.shape, 1));
+                     return select(eye, glia::full({}, scale, t.dtype), glia::zeros({}, t.dtype));
+                   }};
+  return described(init, with_scale("identity", scale));
 }
 
 Initializer uniform(double scale) {
   check(std::isfinite(scale) && scale > 0, "initializers::uniform: scale must be positive, got ",
         scale);
-  return random_initializer("uniform", [scale](const Expr& key, const Shape& s, DType c) {
-    return random::uniform(key, s, -scale, scale, c);
-  });
+  return described(random_initializer("uniform",
+                                      [scale](const Expr& key, const Shape& s, DType c) {
+                                        return random::uniform(key, s, -scale, scale, c);
+                                      }),
+                   with_scale("uniform", scale));
 }
 
 Initializer normal(double mean, double stddev) {
   check(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0,
         "initializers::normal: expected a finite mean and stddev >= 0, got mean=", mean,
         ", stddev=", stddev);
-  return random_initializer("normal", [mean, stddev](const Expr& key, const Shape& s, DType c) {
-    return random::normal(key, s, mean, stddev, c);
-  });
+  return described(random_initializer("normal",
+                                      [mean, stddev](const Expr& key, const Shape& s, DType c) {
+                                        return random::normal(key, s, mean, stddev, c);
+                                      }),
+                   named("normal").number("mean", mean).number("stddev", stddev));
 }
 
 Initializer variance_scaling(double scale, FanMode mode, Distribution distribution) {
-  return scaled("variance_scaling", scale, mode, distribution);
+  return described(scaled("variance_scaling", scale, mode, distribution),
+                   with_scale("variance_scaling", scale)
+                       .string("mode", mode_name(mode))
+                       .string("distribution", distribution_name(distribution)));
 }
 
 Initializer lecun_uniform(double scale) {
-  return scaled("lecun_uniform", scale, FanMode::fan_in, Distribution::uniform);
+  return described(scaled("lecun_uniform", scale, FanMode::fan_in, Distribution::uniform),
+                   with_scale("lecun_uniform", scale));
 }
 Initializer lecun_normal(double scale) {
-  return scaled("lecun_normal", scale, FanMode::fan_in, Distribution::truncated_normal);
+  return described(scaled("lecun_normal", scale, FanMode::fan_in, Distribution::truncated_normal),
+                   with_scale("lecun_normal", scale));
 }
 Initializer glorot_uniform(double scale) {
-  return scaled("glorot_uniform", scale, FanMode::fan_avg, Distribution::uniform);
+  return described(scaled("glorot_uniform", scale, FanMode::fan_avg, Distribution::uniform),
+                   with_scale("glorot_uniform", scale));
 }
 Initializer glorot_normal(double scale) {
-  return scaled("glorot_normal", scale, FanMode::fan_avg, Distribution::truncated_normal);
+  return described(scaled("glorot_normal", scale, FanMode::fan_avg, Distribution::truncated_normal),
+                   with_scale("glorot_normal", scale));
 }
 Initializer he_uniform(double scale) {
-  return scaled("he_uniform", scale, FanMode::fan_in, Distribution::uniform);
+  return described(scaled("he_uniform", scale, FanMode::fan_in, Distribution::uniform),
+                   with_scale("he_uniform", scale));
 }
 Initializer he_normal(double scale) {
-  return scaled("he_normal", scale, FanMode::fan_in, Distribution::truncated_normal);
+  return described(scaled("he_normal", scale, FanMode::fan_in, Distribution::truncated_normal),
+                   with_scale("he_normal", scale));
 }
 
 Initializer orthogonal(double scale) {
   check(std::isfinite(scale), "initializers::orthogonal: scale must be finite, got ", scale);
-  return {"orthogonal", [scale](const Expr& key, const TensorType& t) {
-            check_float("orthogonal", t);
-            check(t.shape.rank() >= 2, "orthogonal: expected a parameter of rank >= 2, got ",
-                  t.to_string());
-            const DType c = compute_dtype(t.dtype);
-            if (t.shape.numel() == 0) return glia::zeros(t.shape, t.dtype);
-            const std::int64_t cols = t.shape[t.shape.rank() - 1];
-            const std::int64_t rows = t.shape.numel() / cols;
-            const bool wide = rows < cols;
-            Expr a = random::normal(key, wide ? Shape{cols, rows} : Shape{rows, cols}, 0, 1, c);
-            // A second pass restores orthogonality lost to rounding (twice is enough); its R
-            // is near I with a positive diagonal, so Q stays A's QR factor.
-            Expr q = gram_schmidt(gram_schmidt(a));
-            if (wide) q = transpose(q);
-            return cast(reshape(q * scale, t.shape.dims()), t.dtype);
-          }};
+  Initializer init{
+      "orthogonal", [scale](const Expr& key, const TensorType& t) {
+        check_float("orthogonal", t);
+        check(t.shape.rank() >= 2, "orthogonal: expected a parameter of rank >= 2, got ",
+              t.to_string());
+        const DType c = compute_dtype(t.dtype);
+        if (t.shape.numel() == 0) return glia::zeros(t.shape, t.dtype);
+        const std::int64_t cols = t.shape[t.shape.rank() - 1];
+        const std::int64_t rows = t.shape.numel() / cols;
+        const bool wide = rows < cols;
+        Expr a = random::normal(key, wide ? Shape{cols, rows} : Shape{rows, cols}, 0, 1, c);
+        // A second pass restores orthogonality lost to rounding (twice is enough); its R
+        // is near I with a positive diagonal, so Q stays A's QR factor.
+        Expr q = gram_schmidt(gram_schmidt(a));
+        if (wide) q = transpose(q);
+        return cast(reshape(q * scale, t.shape.dims()), t.dtype);
+      }};
+  return described(init, with_scale("orthogonal", scale));
 }
 
 Initializer by_name(std::string_view name) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "glia/layers/model.hpp"
+#include "layer_config.hpp"
 
 namespace glia::detail {
 
@@ -17,11 +18,16 @@ inline std::int64_t last_dim(const Shape& s, std::string_view layer) {
 // Throws glia::Error (naming the layer) for an unknown activation name.
 void check_activation(std::string_view layer, const std::string& activation);
 
-// The same model with its output node's display options set.
-inline Model with_options(const Model& m, std::string options) {
+// The same model with its output node's display options and JSON config (layer_config.hpp)
+// set: every built-in layer goes through here, which is what makes it serializable.
+inline Model with_options(const Model& m, std::string options, std::string config) {
   auto node = std::make_shared<LayerNode>(m.node());
   node->options = std::move(options);
+  node->config = std::move(config);
   return Model(std::move(node));
+}
+inline Model with_config(const Model& m, std::string config) {
+  return with_options(m, m.node().options, std::move(config));
 }
 
 }  // namespace glia::detail

@@ -6,6 +6,18 @@
 
 namespace glia {
 
+namespace {
+std::string dense_config(std::int64_t units, const DenseOptions& o) {
+  return detail::ConfigWriter()
+      .integer("units", units)
+      .string("activation", o.activation)
+      .boolean("use_bias", o.use_bias)
+      .initializer("kernel_initializer", o.kernel_initializer)
+      .initializer("bias_initializer", o.bias_initializer)
+      .str();
+}
+}  // namespace
+
 Model dense(const Model& x, std::int64_t units, const DenseOptions& o) {
   check(units > 0, "dense: units must be positive, got ", units);
   detail::check_activation("dense", o.activation);
@@ -27,7 +39,8 @@ Model dense(const Model& x, std::int64_t units, const DenseOptions& o) {
                     return activations::by_name(act, y);
                   },
                   std::move(params), {o.name});
-  return detail::with_options(m, cat("units=", units, ", activation=", act));
+  return detail::with_options(m, cat("units=", units, ", activation=", act),
+                              dense_config(units, o));
 }
 
 Model bilinear(const Model& a, const Model& b, std::int64_t units, const DenseOptions& o) {
@@ -60,7 +73,8 @@ Model bilinear(const Model& a, const Model& b, std::int64_t units, const DenseOp
               return activations::by_name(act, y);
             },
             std::move(params), {o.name});
-  return detail::with_options(m, cat("units=", units, ", activation=", act));
+  return detail::with_options(m, cat("units=", units, ", activation=", act),
+                              dense_config(units, o));
 }
 
 Model embedding(const Model& ids, std::int64_t vocab_size, std::int64_t embedding_size,
@@ -81,15 +95,22 @@ Model embedding(const Model& ids, std::int64_t vocab_size, std::int64_t embeddin
                   },
                   std::move(params), {o.name});
   return detail::with_options(m,
-                              cat("vocab_size=", vocab_size, ", embedding_size=", embedding_size));
+                              cat("vocab_size=", vocab_size, ", embedding_size=", embedding_size),
+                              detail::ConfigWriter()
+                                  .integer("vocab_size", vocab_size)
+                                  .integer("embedding_size", embedding_size)
+                                  .initializer("kernel_initializer", o.kernel_initializer)
+                                  .str());
 }
 
 Model bias(const Model& x, const BiasOptions& o) {
   std::vector<ParamSpec> params{
       {"bias", [](const InputShapes& in) { return Shape{detail::last_dim(in[0], "bias")}; },
        o.bias_initializer}};
-  return layer("bias", {x}, [](LayerContext& c) { return c.input() + c.param("bias"); },
-               std::move(params), {o.name});
+  Model m = layer("bias", {x}, [](LayerContext& c) { return c.input() + c.param("bias"); },
+                  std::move(params), {o.name});
+  return detail::with_config(
+      m, detail::ConfigWriter().initializer("bias_initializer", o.bias_initializer).str());
 }
 
 }  // namespace glia

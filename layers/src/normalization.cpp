@@ -61,6 +61,16 @@ std::string describe(const NormOptions& o, bool momentum) {
   return s;
 }
 
+// The JSON config: `head` (group_norm's num_groups) then the options every norm takes.
+std::string norm_config(detail::ConfigWriter head, const NormOptions& o) {
+  return head.integer("axis", o.axis)
+      .number("epsilon", o.epsilon)
+      .number("momentum", o.momentum)
+      .initializer("gamma_initializer", o.gamma_initializer)
+      .initializer("beta_initializer", o.beta_initializer)
+      .str();
+}
+
 // (x - mean) / sqrt(var + epsilon), the statistics already broadcastable against x.
 Expr normalize(const Expr& x, const Expr& mean, const Expr& var, double epsilon) {
   return (x - mean) * rsqrt(var + epsilon);
@@ -112,7 +122,7 @@ Model running_norm_layer(const Model& x, const NormOptions& o, const std::string
       layer(type, {x},
             [o, type, instance](LayerContext& c) { return running_norm(c, o, type, instance); },
             std::move(params), {o.name});
-  return detail::with_options(m, describe(o, true));
+  return detail::with_options(m, describe(o, true), norm_config({}, o));
 }
 
 }  // namespace
@@ -137,7 +147,7 @@ Model layer_norm(const Model& x, const NormOptions& o) {
                     return y * along(c.param("gamma"), x, a) + along(c.param("beta"), x, a);
                   },
                   affine_params(o, "layer_norm", true), {o.name});
-  return detail::with_options(m, describe(o, false));
+  return detail::with_options(m, describe(o, false), norm_config({}, o));
 }
 
 // Splits the channel axis C into [num_groups, C / num_groups] and normalises each sample's
@@ -173,7 +183,9 @@ Model group_norm(const Model& x, std::int64_t num_groups, const NormOptions& o) 
         return y * along(c.param("gamma"), x, a) + along(c.param("beta"), x, a);
       },
       affine_params(o, "group_norm", true), {o.name});
-  return detail::with_options(m, cat("num_groups=", num_groups, ", ", describe(o, false)));
+  return detail::with_options(
+      m, cat("num_groups=", num_groups, ", ", describe(o, false)),
+      norm_config(detail::ConfigWriter().integer("num_groups", num_groups), o));
 }
 
 Model rms_norm(const Model& x, const NormOptions& o) {
@@ -188,7 +200,7 @@ Model rms_norm(const Model& x, const NormOptions& o) {
                     return y * along(c.param("gamma"), x, a);
                   },
                   affine_params(o, "rms_norm", false), {o.name});
-  return detail::with_options(m, describe(o, false));
+  return detail::with_options(m, describe(o, false), norm_config({}, o));
 }
 
 }  // namespace glia

@@ -88,7 +88,15 @@ Model window_pool_layer(const char* type, Reduce r, const Model& x, const PoolOp
     text += cat(", window_dilation=", detail::ints_text(o.window_dilation));
   if (o.channels == Channels::first) text += ", channels=first";
   if (r == Reduce::lp) text += cat(", norm=", o.norm);
-  return detail::with_options(m, text);
+  return detail::with_options(m, text,
+                              detail::ConfigWriter()
+                                  .integers("kernel_size", o.kernel_size)
+                                  .integers("strides", o.strides)
+                                  .padding("padding", o.padding)
+                                  .integers("window_dilation", o.window_dilation)
+                                  .channels("channels", o.channels)
+                                  .number("norm", o.norm)
+                                  .str());
 }
 
 // ---- Adaptive pools ---------------------------------------------------------------------
@@ -141,7 +149,12 @@ Model adaptive_pool_layer(const char* type, Reduce r, const Model& x,
   std::string text = cat("output_size=", detail::ints_text(o.output_size));
   if (o.channels == Channels::first) text += ", channels=first";
   if (r == Reduce::lp) text += cat(", norm=", o.norm);
-  return detail::with_options(m, text);
+  return detail::with_options(m, text,
+                              detail::ConfigWriter()
+                                  .integers("output_size", o.output_size)
+                                  .channels("channels", o.channels)
+                                  .number("norm", o.norm)
+                                  .str());
 }
 
 // ---- Global pools -----------------------------------------------------------------------
@@ -168,7 +181,12 @@ Model global_pool_layer(const char* type, Reduce r, const Model& x, const Global
   std::string text = cat("keep_axes=", o.keep_axes ? "true" : "false");
   if (o.channels == Channels::first) text += ", channels=first";
   if (r == Reduce::lp) text += cat(", norm=", o.norm);
-  return detail::with_options(m, text);
+  return detail::with_options(m, text,
+                              detail::ConfigWriter()
+                                  .boolean("keep_axes", o.keep_axes)
+                                  .channels("channels", o.channels)
+                                  .number("norm", o.norm)
+                                  .str());
 }
 
 }  // namespace

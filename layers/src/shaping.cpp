@@ -28,13 +28,14 @@ Shape example_shape(const Expr& x, std::string_view layer) {
 }  // namespace
 
 Model flatten(const Model& x, const ShapeOptions& o) {
-  return layer("flatten", {x},
-               [](LayerContext& c) {
-                 const Expr& in = c.input();
-                 Shape rest = example_shape(in, "flatten");
-                 return glia::reshape(in, {in.dim(0), rest.numel()});
-               },
-               {}, {o.name});
+  Model m = layer("flatten", {x},
+                  [](LayerContext& c) {
+                    const Expr& in = c.input();
+                    Shape rest = example_shape(in, "flatten");
+                    return glia::reshape(in, {in.dim(0), rest.numel()});
+                  },
+                  {}, {o.name});
+  return detail::with_config(m, "{}");
 }
 
 Model reshape(const Model& x, std::vector<std::int64_t> shape, const ShapeOptions& o) {
@@ -68,7 +69,7 @@ Model reshape(const Model& x, std::vector<std::int64_t> shape, const ShapeOption
                     return glia::reshape(in, dims);
                   },
                   {}, {o.name});
-  return detail::with_options(m, options);
+  return detail::with_options(m, options, detail::ConfigWriter().integers("shape", shape).str());
 }
 
 Model transpose(const Model& x, std::vector<std::int64_t> perm, const ShapeOptions& o) {
@@ -94,7 +95,7 @@ Model transpose(const Model& x, std::vector<std::int64_t> perm, const ShapeOptio
                     return glia::transpose(in, full);
                   },
                   {}, {o.name});
-  return detail::with_options(m, options);
+  return detail::with_options(m, options, detail::ConfigWriter().integers("perm", perm).str());
 }
 
 Model pad(const Model& x, std::vector<std::pair<std::int64_t, std::int64_t>> padding, double value,
@@ -118,7 +119,9 @@ Model pad(const Model& x, std::vector<std::pair<std::int64_t, std::int64_t>> pad
                     return glia::pad(in, value, low, high);
                   },
                   {}, {o.name});
-  return detail::with_options(m, cat("padding=[", text, "], value=", value));
+  return detail::with_options(
+      m, cat("padding=[", text, "], value=", value),
+      detail::ConfigWriter().pairs("padding", padding).number("value", value).str());
 }
 
 namespace {
@@ -203,7 +206,12 @@ Model resize(const Model& x, std::vector<std::int64_t> size, const ResizeOptions
             },
             {}, {o.name});
   return detail::with_options(
-      m, cat("size=", ints_text(size), ", method=", method, last ? "" : ", channels=first"));
+      m, cat("size=", ints_text(size), ", method=", method, last ? "" : ", channels=first"),
+      detail::ConfigWriter()
+          .integers("size", size)
+          .string("method", method)
+          .channels("channels", o.channels)
+          .str());
 }
 
 }  // namespace glia

@@ -1,5 +1,5 @@
 // glia layers: the model builder (Axon's API), initializers, build -> {init, predict},
-// summary and graph drawing.
+// summary and graph drawing, the architecture as JSON.
 #pragma once
 
 #include "glia/layers/activation.hpp"
@@ -13,4 +13,5 @@
 #include "glia/layers/model.hpp"
 #include "glia/layers/normalization.hpp"
 #include "glia/layers/pooling.hpp"
+#include "glia/layers/serialize.hpp"
 #include "glia/layers/shaping.hpp"

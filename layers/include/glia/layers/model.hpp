@@ -23,6 +23,9 @@ enum class Mode { inference, train };
 struct Initializer {
   std::string name;  // "glorot_uniform", for display
   std::function<Expr(const Expr& key, const TensorType& type)> fn;
+  // The built-in initializers' name and arguments as a JSON object, from which
+  // model_from_json remakes them; empty for a custom initializer (not serializable).
+  std::string config;
 };
 
 // What a layer knows at build time: the shapes of its inputs (batch included).
@@ -51,6 +54,9 @@ struct LayerNode {
   ForwardFn forward;        // null for input layers
   bool stochastic = false;  // draws random numbers in train mode (dropout)
   std::string options;      // "units=128, activation=relu", for display
+  // Built-in layers: their options as a JSON object (see serialize.hpp), from which
+  // model_from_json rebuilds the layer; empty for input and custom layers.
+  std::string config;
   // Which parameters are frozen, asked with the layer's built name; null: none.
   std::function<bool(const std::string& layer, const std::string& param)> frozen;
   // Input layers only: the declared shape (-1 for a dimension given at run time) and dtype.
