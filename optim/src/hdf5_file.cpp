@@ -1,8 +1,9 @@
 // The HDF5 layer of checkpoints. Every call's result is checked; HDF5's own error
 // printing is off and its innermost message joins ours, so a truncated or corrupt file
-// becomes a glia::Error naming the file and object. Datasets use the v1.8 file format
-// (checksummed metadata) and, when non-empty, one chunk with a Fletcher-32 checksum, so
-// damaged bytes are reported rather than read as numbers.
+// becomes a glia::Error naming the file and object. Files use the v1.10 format, whose
+// metadata carries checksums; arrays are chunked with a Fletcher-32 checksum and scalars
+// sit in their (checksummed) object header, so damaged bytes are reported rather than
+// read as numbers.
 #include "hdf5_file.hpp"
 
 #include <algorithm>
@@ -221,7 +222,10 @@ void File::write_tensor(const std::string& path, const Tensor& t) {
       H5Pset_create_intermediate_group(lcpl.get(), 1) < 0 ||
       H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0)
     fail(cat("cannot set up dataset ", path));
-  if (rank > 0 && t.numel() > 0) {
+  if (rank == 0 || t.numel() == 0) {
+    // Compact: the few bytes live in the checksummed object header.
+    if (H5Pset_layout(dcpl.get(), H5D_COMPACT) < 0) fail(cat("cannot set up dataset ", path));
+  } else {
     // One chunk (split along the largest dimension while too big) with a checksum.
     std::vector<hsize_t> chunk = dims;
     auto bytes = [&] {

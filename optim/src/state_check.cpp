@@ -27,10 +27,13 @@ void compare(const Types& want, const Types& got, const std::string& kind, const
   for (const std::string& k : keys) {
     auto w = want.find(k);
     auto g = got.find(k);
-    check(g != got.end(), who, ": the saved state has no ", kind, " ", k, " (",
-          w->second.to_string(), ")", missing_hint);
-    check(w != want.end(), who, ": the saved state has ", kind, " ", k, " (", g->second.to_string(),
-          ") that is not expected", missing_hint);
+    // Separate branches: check() would build every message, end iterators included.
+    if (g == got.end())
+      throw Error(cat(who, ": the saved state has no ", kind, " ", k, " (", w->second.to_string(),
+                      ")", missing_hint));
+    if (w == want.end())
+      throw Error(cat(who, ": the saved state has ", kind, " ", k, " (", g->second.to_string(),
+                      ") that is not expected", missing_hint));
     check(w->second == g->second, who, ": ", kind, " ", k, " is ", g->second.to_string(),
           " in the saved state, expected ", w->second.to_string());
   }

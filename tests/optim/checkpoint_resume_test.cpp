@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "glia/compiler/registry.hpp"
+
 #include "checkpoint_test_util.hpp"
 #include "expect_error.hpp"
 

@@ -190,10 +190,15 @@ TEST(Checkpoint, ALoadReportsTheFirstMismatchWithTheModel) {
                      {dir.file("m.h5"), "dense_0/bias", "f32[8]", "f32[16]"});
   Model renamed = dense(input("features", {-1, 6}), 3, {.name = "head"});
   expect_error_parts([&] { check_checkpoint(c, renamed); }, {"dense_0/bias", "not expected"});
-  Model f64_model = dense(input("features", {-1, 6}, DType::f64), 8, {.name = "dense_0"});
-  Checkpoint one_layer = c;
-  one_layer.loop.train.model.params.erase("dense_1");
-  expect_error_parts([&] { check_checkpoint(one_layer, f64_model); }, {"dense_0/bias", "f64[8]"});
+  Checkpoint other_dtype = c;
+  Tensor& bias = other_dtype.loop.train.model.params["dense_1"]["bias"];
+  bias = bias.cast(DType::f64);
+  expect_error_parts([&] { check_checkpoint(other_dtype, model); },
+                     {"dense_1/bias is f64[3] in the saved state, expected f32[3]"});
+  Checkpoint missing = c;
+  missing.loop.train.model.params.erase("dense_1");
+  expect_error_parts([&] { check_checkpoint(missing, model); },
+                     {"has no parameter dense_1/bias (f32[3])"});
 }
 
 TEST(Checkpoint, ResumingWithAnotherOptimizerIsAnError) {
@@ -213,10 +218,14 @@ TEST(Checkpoint, ResumingWithAnotherOptimizerIsAnError) {
 void set_attr(const std::string& path, const char* object, const char* name, std::int64_t v) {
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(f, 0);
-  hid_t a = H5Aopen_by_name(f, object, name, H5P_DEFAULT, H5P_DEFAULT);
+  // Opened through its object: HDF5 1.10 fails to write a group's attribute opened by name.
+  hid_t o = H5Oopen(f, object, H5P_DEFAULT);
+  ASSERT_GE(o, 0);
+  hid_t a = H5Aopen(o, name, H5P_DEFAULT);
   ASSERT_GE(a, 0);
   EXPECT_GE(H5Awrite(a, H5T_NATIVE_INT64, &v), 0);
   H5Aclose(a);
+  H5Oclose(o);
   H5Fclose(f);
 }
 
@@ -284,7 +293,7 @@ TEST(Checkpoint, DamagedBytesAreErrorsNeverWrongNumbers) {
   Checkpoint original = load_checkpoint(good);
   std::string bytes = read_bytes(good);
   int errors = 0, same = 0;
-  for (std::size_t at = 0; at < bytes.size(); at += 7) {
+  for (std::size_t at = 0; at < bytes.size(); at += 11) {
     std::string damaged = bytes;
     damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
     write_bytes(bad, damaged);
