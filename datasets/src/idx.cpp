@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "atomic_file.hpp"
 #include "idx_source.hpp"
 
 namespace glia {
@@ -298,21 +299,12 @@ void write_idx(const std::string& path, const Tensor& tensor) {
     check(d <= std::numeric_limits<std::uint32_t>::max(), "write_idx: '", path,
           "': ", tensor.type(), " has a dimension over the IDX limit of 2^32 - 1");
 
-  // Written to a temporary file and renamed: a failure never leaves half a file at `path`.
   const bool gzip = path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  const std::string tmp = path + ".tmp";
-  try {
+  detail::write_atomically(path, "write_idx", [&](const std::string& tmp) {
     IdxWriter w(tmp, gzip, path);
     write_contents(w, tensor, code);
     w.close();
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    check(!ec, "write_idx: cannot move '", tmp, "' to '", path, "': ", ec.message());
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
-  }
+  });
 }
 
 }  // namespace glia
