@@ -16,9 +16,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", GLIA_VERSION);
   app.require_subcommand(0, 1);
 
-  std::vector<glia::cli::Command> commands{glia::cli::add_demo_command(app),
-                                           glia::cli::add_train_command(app),
-                                           glia::cli::add_eval_command(app)};
+  std::vector<glia::cli::Command> commands{
+      glia::cli::add_demo_command(app), glia::cli::add_train_command(app),
+      glia::cli::add_eval_command(app), glia::cli::add_predict_command(app),
+      glia::cli::add_summary_command(app)};
 
   CLI11_PARSE(app, argc, argv);
   try {
