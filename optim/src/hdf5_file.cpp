@@ -150,8 +150,22 @@ void File::fail(const std::string& what) const {
   throw Error(cat(path_, ": ", what, reason.empty() ? "" : " (HDF5: " + reason + ")"));
 }
 
-File File::create(const std::string& path) {
+namespace {
+
+// File access without HDF5's file locks: each save writes its own temporary file and
+// readers only see finished files, while locks fail on some network file systems.
+Id file_access() {
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+#if H5_VERSION_GE(1, 10, 7)
+  if (fapl.valid()) H5Pset_file_locking(fapl.get(), false, true);
+#endif
+  return fapl;
+}
+
+}  // namespace
+
+File File::create(const std::string& path) {
+  Id fapl = file_access();
   // The v1.10 format: checksums on the superblock, object headers and chunk indexes.
   if (!fapl.valid() || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0)
     throw Error(cat(path, ": cannot set up HDF5 file access: ", hdf5_reason()));
@@ -172,7 +186,8 @@ File File::open(const std::string& path) {
     throw Error(cat(path, ": not an HDF5 file (", size, " bytes",
                     reason.empty() ? "" : "; HDF5: " + reason, ")"));
   }
-  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Id fapl = file_access();
+  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   if (!file.valid())
     throw Error(cat(path, ": cannot open the HDF5 file, it is truncated or corrupt (HDF5: ",
                     hdf5_reason(), ")"));

@@ -293,7 +293,7 @@ TEST(Checkpoint, DamagedBytesAreErrorsNeverWrongNumbers) {
   Checkpoint original = load_checkpoint(good);
   std::string bytes = read_bytes(good);
   int errors = 0, same = 0;
-  for (std::size_t at = 0; at < bytes.size(); at += 11) {
+  for (std::size_t at = 0; at < bytes.size(); at += 17) {
     std::string damaged = bytes;
     damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
     write_bytes(bad, damaged);
