@@ -94,4 +94,23 @@ class File {
   std::uintmax_t size_ = 0;  // the file's size when opened, to bound what a dataset claims
 };
 
+namespace detail {  // shared by hdf5_file.cpp (writing) and hdf5_read.cpp
+
+// The innermost message on HDF5's error stack (the most specific), then clears it.
+std::string hdf5_reason();
+// Fixed-length strings: an attribute's value then lives in its object header, which
+// carries a checksum (variable-length strings would sit in the unchecked global heap).
+Id string_type(std::size_t length);
+// FNV-1a: string datasets are raw data without HDF5 checksums, so they carry this one.
+std::uint64_t fnv1a(const std::string& text);
+// The file and memory types of a dtype. bool is stored as u8 and bf16 as raw u16 (HDF5 and
+// numpy have no bfloat16); the dataset's "dtype" attribute names the glia dtype.
+struct TypePair {
+  hid_t file = -1, memory = -1;
+  Id owned;  // the half type, when defined
+};
+TypePair types_of(DType t);
+
+}  // namespace detail
+
 }  // namespace glia::h5
