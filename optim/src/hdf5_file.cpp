@@ -1,10 +1,9 @@
 // The HDF5 layer of checkpoints: identifiers, files, types and writing (hdf5_read.cpp
-// reads). Every call's result is checked; HDF5's own error
-// printing is off and its innermost message joins ours, so a truncated or corrupt file
-// becomes a glia::Error naming the file and object. Files use the v1.10 format, whose
-// metadata carries checksums; arrays are chunked with a Fletcher-32 checksum and scalars
-// sit in their (checksummed) object header, so damaged bytes are reported rather than
-// read as numbers.
+// reads). Every call's result is checked; HDF5's own error printing is off and its
+// innermost message joins ours, so a truncated or corrupt file becomes a glia::Error
+// naming the file and object. Files use the v1.10 format, whose metadata carries
+// checksums; arrays are chunked with a Fletcher-32 checksum and scalars sit in their
+// (checksummed) object header, so damaged bytes are reported rather than read as numbers.
 #include "hdf5_file.hpp"
 
 #include <algorithm>
