@@ -100,7 +100,7 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
   if (from) {
     std::cout << "resuming " << t.checkpoint << ": " << from->loop.epoch << " epochs and "
               << from->loop.iteration << " batches done (step " << from->loop.train.step << ")\n";
-    s = loop.resume(train, {.epochs = t.epochs}, from->loop);
+    s = loop.resume(train, {.epochs = t.epochs}, std::move(from->loop));
   } else {
     s = loop.run(train, {.epochs = t.epochs});
   }

@@ -265,8 +265,12 @@ LoopState Loop::resume(const DataSource& data, RunOptions options, LoopState fro
         " but the run asks for ", options.epochs,
         " epochs in all (RunOptions::epochs counts from the run's start)");
   check_model_entries(l.model, s.train.model, "Loop::resume");
-  TrainState expected = l.train_step->init(s.train.model, s.train.seed);
-  check_optimizer_entries(expected.optimizer, s.train.optimizer, "Loop::resume");
+  {
+    // Scoped: its references to the parameters must not outlive the check (a step may
+    // update parameters in place only when nothing else holds them).
+    TrainState expected = l.train_step->init(s.train.model, s.train.seed);
+    check_optimizer_entries(expected.optimizer, s.train.optimizer, "Loop::resume");
+  }
   s.epochs = options.epochs;
   s.batches_per_epoch = capped_batches(data, options);
   return l.drive(data, options, std::move(s));
