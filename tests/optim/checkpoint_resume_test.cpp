@@ -87,6 +87,25 @@ TEST_P(Resume, FromInsideAnEpochIsBitIdentical) {
   expect_same_run(full, resumed);
 }
 
+TEST_P(Resume, FromAStateAHandlerCopiedInMemory) {
+  LoopState full = make_loop(testing::small_classifier()).run(batches(), {.epochs = 3});
+  for (Event at : {Event::epoch_completed, Event::iteration_completed}) {
+    SCOPED_TRACE(event_name(at));
+    LoopState copy;
+    Loop first = make_loop(testing::small_classifier());
+    first.handle(
+        at,
+        [&copy](LoopState& s) {
+          copy = s;
+          return HandlerResult::halt_loop;
+        },
+        Filter::once(at == Event::epoch_completed ? 2 : 8));
+    first.run(batches(), {.epochs = 3});
+    expect_same_run(full,
+                    make_loop(testing::small_classifier()).resume(batches(), {.epochs = 3}, copy));
+  }
+}
+
 TEST_P(Resume, HandlersThatWatchEpochsPickUpWhereTheyWere) {
   TempDir dir;
   auto attach = [&](Loop& loop) {
