@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "glia/glia.hpp"
 #include "mnist_models.hpp"
+#include "training.hpp"
 
 namespace glia::cli {
 
@@ -33,9 +34,10 @@ std::string declared_text(const LayerNode& input) {
   return out;
 }
 
-int run_predict(const std::string& checkpoint, const std::string& in, const std::string& out,
-                const std::string& backend) {
+int run_predict(const CLI::App& cmd, const std::string& checkpoint, const std::string& in,
+                const std::string& out, std::string backend) {
   Checkpoint c = load_checkpoint(checkpoint);
+  take_setting(cmd, c, "--backend", "backend", backend);  // the training's, unless given
   Model model = c.model();
   check_checkpoint(c, model);
   std::string name;
@@ -117,8 +119,10 @@ Command add_predict_command(CLI::App& app) {
       ->required();
   cmd->add_option("--output", *out, ".npy file for the outputs (replaced if it exists)")
       ->required();
-  cmd->add_option("--backend", *backend, "Backend that runs the model")->capture_default_str();
-  return {cmd, [=] { return run_predict(*checkpoint, *in, *out, *backend); }};
+  cmd->add_option("--backend", *backend,
+                  "Backend that runs the model (default: the one the checkpoint was trained on, "
+                  "else interp)");
+  return {cmd, [=] { return run_predict(*cmd, *checkpoint, *in, *out, *backend); }};
 }
 
 Command add_summary_command(CLI::App& app) {
