@@ -3,6 +3,7 @@
 // summary prints the layer table of a checkpoint (or of a built-in model), with where the
 // run stands and a fingerprint of the parameters.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
 
 #include "commands.hpp"
