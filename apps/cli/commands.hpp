@@ -19,11 +19,17 @@ struct Command {
 // `glia demo`: traces a numerically stable softmax, prints its graph and runs it on
 // the reference interpreter.
 Command add_demo_command(CLI::App& app);
-// `glia train`: trains the MNIST MLP or CNN, then reports test loss and accuracy.
+// `glia train`: trains the MNIST MLP or CNN (saving and resuming checkpoints), then
+// reports test loss and accuracy.
 Command add_train_command(CLI::App& app);
-// `glia eval`: evaluates a model on the MNIST test split.
+// `glia eval`: evaluates a checkpoint (or a freshly initialised model) on the MNIST test
+// split.
 Command add_eval_command(CLI::App& app);
 // `glia bench`: benchmarks of glia's backends against LibTorch (apps/bench).
 Command add_bench_command(CLI::App& app);
+// `glia predict`: runs a checkpoint's model on a .npy batch, writing the outputs as .npy.
+Command add_predict_command(CLI::App& app);
+// `glia summary`: the layer table of a checkpoint's model, with where its run stands.
+Command add_summary_command(CLI::App& app);
 
 }  // namespace glia::cli

@@ -1,8 +1,9 @@
 // `glia train` and `glia eval`: MNIST-style training and evaluation from the command
 // line. train prints the progress bar (plain lines without a terminal), then the test
-// loss and accuracy; --json adds one final JSON line with the figures.
+// loss and accuracy; --json adds one final JSON line with the figures. --checkpoint saves
+// the run after every epoch (and every N iterations); --resume continues it.
 #include <CLI/CLI.hpp>
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,126 +11,129 @@
 #include "commands.hpp"
 #include "glia/glia.hpp"
 #include "mnist_models.hpp"
+#include "training.hpp"
 
 namespace glia::cli {
 
 namespace {
 
-struct DataFlags {
-  std::string dataset = "mnist";
-  std::string data_dir;  // empty: $GLIA_DATA_DIR, else ./data/<dataset>
-  std::string model = "mlp";
-  std::int64_t batch_size = 32;
-  std::uint64_t seed = 0;
-  std::string backend = "interp";
-  int threads = 2;
-  bool json = false;
+struct TrainFlags {
+  std::int64_t epochs = 5;
+  std::string optimizer = "adam";
+  double learning_rate = 1e-3;
+  std::string checkpoint;
+  std::int64_t checkpoint_every = 0;  // iterations; 0: at the end of each epoch only
+  bool resume = false;
 };
 
-void add_data_flags(CLI::App* cmd, DataFlags& f) {
-  cmd->add_option("--dataset", f.dataset, "Dataset: mnist or fashion-mnist (IDX files)")
-      ->check(CLI::IsMember({"mnist", "fashion-mnist"}))
-      ->capture_default_str();
-  cmd->add_option(
-      "--data-dir", f.data_dir,
-      "Folder with the four IDX files (default: $GLIA_DATA_DIR, else ./data/<dataset>)");
-  cmd->add_option("--model", f.model, "Model: mlp (784-128-10) or cnn (two conv layers)")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
-      ->capture_default_str();
-  cmd->add_option("--batch-size", f.batch_size, "Examples per batch")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
-      ->capture_default_str();
-  cmd->add_option("--seed", f.seed, "Seed of the parameters, shuffling and dropout")
-      ->capture_default_str();
-  cmd->add_option("--backend", f.backend, "Backend that runs the compiled graphs (see the README)")
-      ->capture_default_str();
-  cmd->add_option("--threads", f.threads,
-                  "Worker threads for backends that use them (interp runs on one)")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_flag("--json", f.json, "Print one final JSON object line with the figures");
+std::string exact(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
-std::string data_dir(const DataFlags& f) {
-  if (!f.data_dir.empty()) return f.data_dir;
-  if (const char* env = std::getenv("GLIA_DATA_DIR"); env != nullptr && f.dataset == "mnist")
-    return env;
-  return "data/" + f.dataset;
+// Stored in every checkpoint, so --resume (and eval, predict) can take the settings back.
+std::map<std::string, std::string> run_config(const DataFlags& f, const TrainFlags& t) {
+  return {{"command", "glia train"},
+          {"dataset", f.dataset},
+          {"model", f.model},
+          {"optimizer", t.optimizer},
+          {"learning_rate", exact(t.learning_rate)},
+          {"batch_size", std::to_string(f.batch_size)},
+          {"seed", std::to_string(f.seed)},
+          {"backend", f.backend}};
 }
 
-struct Data {
-  Dataset train, test;
-};
-
-Data load(const DataFlags& f) {
-  check(
-      std::find(backend_names().begin(), backend_names().end(), f.backend) != backend_names().end(),
-      "unknown backend '", f.backend, "'");
-  Mnist m = load_mnist(data_dir(f));
-  return {{mnist_inputs(f.model, m.train_images), one_hot_labels(m.train_labels, 10)},
-          {mnist_inputs(f.model, m.test_images), one_hot_labels(m.test_labels, 10)}};
+void print_json(const DataFlags& f, const TrainFlags& t, const LoopState& s,
+                const std::map<std::string, double>& test) {
+  nlohmann::json j{{"dataset", f.dataset},
+                   {"model", f.model},
+                   {"optimizer", t.optimizer},
+                   {"learning_rate", t.learning_rate},
+                   {"batch_size", f.batch_size},
+                   {"seed", f.seed},
+                   {"backend", f.backend},
+                   {"epochs", s.epoch},
+                   {"epoch_seconds", s.epoch_seconds},
+                   {"samples_per_second", s.samples_per_second},
+                   {"test_loss", test.at("loss")},
+                   {"test_accuracy", test.at("accuracy")}};
+  if (!s.history.empty() && s.history.back().count("loss") != 0) {
+    j["train_loss"] = s.history.back().at("loss");
+    j["train_accuracy"] = s.history.back().at("accuracy");
+  }
+  std::cout << j.dump() << "\n";
 }
 
-Expr cross_entropy(const Expr& y_true, const Expr& y_pred) {
-  return losses::categorical_cross_entropy(y_true, y_pred);
-}
-Expr accuracy(const Expr& y_true, const Expr& y_pred) { return metrics::accuracy(y_true, y_pred); }
-
-Transformation optimizer(const std::string& name, double lr) {
-  using namespace optimizers;
-  if (name == "adam") return adam(lr);
-  if (name == "adamw") return adamw(lr);
-  if (name == "sgd") return sgd(lr);
-  if (name == "momentum") return sgd(lr, 0.9);
-  if (name == "nesterov") return sgd(lr, 0.9, true);
-  if (name == "rmsprop") return rmsprop(lr);
-  if (name == "adagrad") return adagrad(lr);
-  if (name == "adabelief") return adabelief(lr);
-  if (name == "radam") return radam(lr);
-  if (name == "yogi") return yogi(lr);
-  if (name == "lamb") return lamb(lr);
-  throw Error(cat("unknown optimizer '", name, "'"));
-}
-
-// Test loss and accuracy of `state` over the test split.
-std::map<std::string, double> evaluate(const Model& model, const ModelState& state,
-                                       const Data& data, const DataFlags& f) {
-  Loop eval = evaluator(model, {.backend = f.backend,
-                                .metrics = {{"accuracy", accuracy}},
-                                .loss = cross_entropy,
-                                .progress = ProgressMode::off});
-  TrainState s;
-  s.model = state;
-  LoopState out = eval.run(Batches(data.test, {.batch_size = 1000}), {.epochs = 1}, s);
-  return out.history.back();
-}
-
-int run_train(const DataFlags& f, std::int64_t epochs, const std::string& opt, double lr) {
+int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
+  std::optional<Checkpoint> from;
+  if (t.resume) {
+    check(!t.checkpoint.empty(), "--resume needs --checkpoint FILE, the run to continue");
+    from = load_checkpoint(t.checkpoint);
+    flags_from_checkpoint(cmd, *from, f);
+    take_setting(cmd, *from, "--optimizer", "optimizer", t.optimizer);
+    take_setting(cmd, *from, "--learning-rate", "learning_rate", t.learning_rate);
+    const LoopState& at = from->loop;
+    check(at.epoch < t.epochs || (at.epoch == t.epochs && at.iteration == 0), "--epochs ", t.epochs,
+          " counts the epochs from the run's start, and ", t.checkpoint, " has completed ",
+          at.epoch, " already; ask for more");
+  } else if (!t.checkpoint.empty() && std::filesystem::exists(t.checkpoint)) {
+    std::cerr << "note: " << t.checkpoint
+              << " exists and will be replaced (--resume continues it instead)\n";
+  }
+  Model model = from ? from->model() : mnist_model(f.model);
+  if (from) check_checkpoint(*from, model);
   Data data = load(f);
-  Model model = mnist_model(f.model);
-  Loop loop = trainer(model, cross_entropy, optimizer(opt, lr),
+  Loop loop = trainer(model, cross_entropy, optimizer(t.optimizer, t.learning_rate),
                       {.backend = f.backend, .seed = f.seed, .metrics = {{"accuracy", accuracy}}});
+  if (!t.checkpoint.empty()) {
+    std::map<std::string, std::string> config = run_config(f, t);
+    loop.checkpoint({.path = t.checkpoint, .config = config});
+    if (t.checkpoint_every > 0)
+      loop.checkpoint({.path = t.checkpoint,
+                       .event = Event::iteration_completed,
+                       .filter = Filter::every(t.checkpoint_every),
+                       .config = config});
+  }
   Batches train(data.train, {.batch_size = f.batch_size, .shuffle = true, .seed = f.seed});
-  LoopState s = loop.run(train, {.epochs = epochs});
+  LoopState s;
+  if (from) {
+    std::cout << "resuming " << t.checkpoint << ": " << from->loop.epoch << " epochs and "
+              << from->loop.iteration << " batches done (step " << from->loop.train.step << ")\n";
+    s = loop.resume(train, {.epochs = t.epochs}, std::move(from->loop));
+  } else {
+    s = loop.run(train, {.epochs = t.epochs});
+  }
   std::map<std::string, double> test = evaluate(model, s.train.model, data, f);
   std::cout << "test loss " << test.at("loss") << ", test accuracy " << test.at("accuracy") << "\n";
-  if (f.json) {
-    nlohmann::json j{{"dataset", f.dataset},
-                     {"model", f.model},
-                     {"optimizer", opt},
-                     {"learning_rate", lr},
-                     {"batch_size", f.batch_size},
-                     {"seed", f.seed},
-                     {"backend", f.backend},
-                     {"epochs", s.epoch},
-                     {"epoch_seconds", s.epoch_seconds},
-                     {"samples_per_second", s.samples_per_second},
-                     {"train_loss", s.history.back().at("loss")},
-                     {"train_accuracy", s.history.back().at("accuracy")},
-                     {"test_loss", test.at("loss")},
-                     {"test_accuracy", test.at("accuracy")}};
-    std::cout << j.dump() << "\n";
+  if (f.json) print_json(f, t, s, test);
+  return 0;
+}
+
+int run_eval(const CLI::App& cmd, DataFlags f, const std::string& checkpoint) {
+  Model model;
+  ModelState state;
+  if (!checkpoint.empty()) {
+    Checkpoint c = load_checkpoint(checkpoint);
+    flags_from_checkpoint(cmd, c, f);
+    model = c.model();
+    check_checkpoint(c, model);
+    state = c.loop.train.model;
+  } else {
+    model = mnist_model(f.model);
   }
+  Data data = load(f);
+  if (checkpoint.empty()) state = build(model, {.backend = f.backend}).init(f.seed);
+  std::map<std::string, double> test = evaluate(model, state, data, f);
+  std::cout << "test loss " << test.at("loss") << ", test accuracy " << test.at("accuracy") << "\n";
+  if (f.json)
+    std::cout << nlohmann::json{{"model", f.model},
+                                {"seed", f.seed},
+                                {"checkpoint", checkpoint},
+                                {"test_loss", test.at("loss")},
+                                {"test_accuracy", test.at("accuracy")}}
+                     .dump()
+              << "\n";
   return 0;
 }
 
@@ -137,22 +141,22 @@ int run_train(const DataFlags& f, std::int64_t epochs, const std::string& opt, d
 
 Command add_train_command(CLI::App& app) {
   auto flags = std::make_shared<DataFlags>();
-  auto epochs = std::make_shared<std::int64_t>(5);
-  auto opt = std::make_shared<std::string>("adam");
-  auto lr = std::make_shared<double>(1e-3);
+  auto t = std::make_shared<TrainFlags>();
   CLI::App* cmd =
       app.add_subcommand("train", "Train a model on MNIST, then report test loss and accuracy");
   add_data_flags(cmd, *flags);
-  cmd->add_option("--epochs", *epochs, "Passes over the training set")
+  cmd->add_option("--epochs", t->epochs,
+                  "Passes over the training set, counted from the run's start (also with "
+                  "--resume)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}))
       ->capture_default_str();
   cmd->add_option(
-         "--optimizer", *opt,
+         "--optimizer", t->optimizer,
          "adam, adamw, sgd, momentum, nesterov, rmsprop, adagrad, adabelief, radam, yogi or lamb")
       ->check(CLI::IsMember({"adam", "adamw", "sgd", "momentum", "nesterov", "rmsprop", "adagrad",
                              "adabelief", "radam", "yogi", "lamb"}))
       ->capture_default_str();
-  cmd->add_option("--learning-rate", *lr, "Learning rate (positive)")
+  cmd->add_option("--learning-rate", t->learning_rate, "Learning rate (positive)")
       ->check(CLI::Validator(
           [](std::string& v) {
             double x = 0;
@@ -165,31 +169,25 @@ Command add_train_command(CLI::App& app) {
           },
           "POSITIVE"))
       ->capture_default_str();
-  return {cmd, [=] { return run_train(*flags, *epochs, *opt, *lr); }};
+  cmd->add_option("--checkpoint", t->checkpoint,
+                  "HDF5 checkpoint file, saved after every epoch (see the README for its layout)");
+  cmd->add_option("--checkpoint-every", t->checkpoint_every,
+                  "Also save the checkpoint every N iterations")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  cmd->add_flag("--resume", t->resume,
+                "Continue the run saved in --checkpoint; flags not given take its values");
+  return {cmd, [=] { return run_train(*cmd, *flags, *t); }};
 }
 
 Command add_eval_command(CLI::App& app) {
   auto flags = std::make_shared<DataFlags>();
+  auto checkpoint = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
-      "eval",
-      "Evaluate a model initialised from --seed on the MNIST test split (loss and accuracy)");
+      "eval", "Evaluate a checkpoint, or a model initialised from --seed, on the MNIST test split");
   add_data_flags(cmd, *flags);
-  return {cmd, [flags] {
-            Data data = load(*flags);
-            Model model = mnist_model(flags->model);
-            ModelState state = build(model, {.backend = flags->backend}).init(flags->seed);
-            std::map<std::string, double> test = evaluate(model, state, data, *flags);
-            std::cout << "test loss " << test.at("loss") << ", test accuracy "
-                      << test.at("accuracy") << "\n";
-            if (flags->json)
-              std::cout << nlohmann::json{{"model", flags->model},
-                                          {"seed", flags->seed},
-                                          {"test_loss", test.at("loss")},
-                                          {"test_accuracy", test.at("accuracy")}}
-                               .dump()
-                        << "\n";
-            return 0;
-          }};
+  cmd->add_option("--checkpoint", *checkpoint,
+                  "HDF5 checkpoint to evaluate (its model and settings; flags given override)");
+  return {cmd, [=] { return run_eval(*cmd, *flags, *checkpoint); }};
 }
 
 }  // namespace glia::cli

@@ -1,8 +1,12 @@
-// The loop's built-in handlers: log, validate, early_stop, reduce_lr_on_plateau and the
-// checkpoint hook point. Each is an ordinary handler attached with Loop::handle.
+// The loop's built-in handlers: log, validate, early_stop, reduce_lr_on_plateau and
+// checkpoint. Each is an ordinary handler attached with Loop::handle; those that keep
+// state across epochs rebuild it from the history when a run is resumed.
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <ostream>
 
+#include "glia/optim/checkpoint.hpp"
 #include "loop_impl.hpp"
 
 namespace glia {
@@ -48,6 +52,17 @@ struct Plateau {
     return better;
   }
 };
+
+// Rebuilds a plateau from a resumed run's history, as the epochs before it saw it;
+// `reduces` replays reduce_lr_on_plateau's reset after each reduction.
+void replay(Plateau& p, const LoopState& s, const std::string& monitor, std::int64_t patience,
+            bool reduces) {
+  for (const auto& epoch : s.history) {
+    auto it = epoch.find(monitor);
+    if (it == epoch.end()) continue;
+    if (!p.observe(it->second) && reduces && p.wait >= patience) p.wait = 0;
+  }
+}
 
 void check_monitor(const std::string& monitor, std::int64_t patience, double min_delta,
                    const char* who) {
@@ -109,8 +124,9 @@ Loop& Loop::validate(DataSource data, Filter filter) {
 Loop& Loop::early_stop(EarlyStopOptions o) {
   check_monitor(o.monitor, o.patience, o.min_delta, "early_stop");
   auto p = std::make_shared<Plateau>();
-  handle(Event::started, [p, o](LoopState&) {
+  handle(Event::started, [p, o](LoopState& s) {
     *p = Plateau{.mode = o.mode, .min_delta = o.min_delta};
+    replay(*p, s, o.monitor, o.patience, false);
     return HandlerResult::continue_;
   });
   return handle(Event::epoch_completed, [p, o](LoopState& s) {
@@ -125,8 +141,9 @@ Loop& Loop::reduce_lr_on_plateau(ReduceLrOptions o) {
         o.factor);
   check(o.min_scale >= 0, "reduce_lr_on_plateau: min_scale must be >= 0, got ", o.min_scale);
   auto p = std::make_shared<Plateau>();
-  handle(Event::started, [p, o](LoopState&) {
+  handle(Event::started, [p, o](LoopState& s) {
     *p = Plateau{.mode = o.mode, .min_delta = o.min_delta};
+    replay(*p, s, o.monitor, o.patience, true);
     return HandlerResult::continue_;
   });
   return handle(Event::epoch_completed, [p, o](LoopState& s) {
@@ -138,15 +155,75 @@ Loop& Loop::reduce_lr_on_plateau(ReduceLrOptions o) {
   });
 }
 
-Loop& Loop::checkpoint(std::function<void(const LoopState&)> save, Filter filter, Event event) {
-  check(static_cast<bool>(save), "Loop::checkpoint: the save function is null");
+namespace {
+
+std::string numbered_path(const std::string& path, std::int64_t step) {
+  std::filesystem::path p(path);
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%08lld", static_cast<long long>(step));
+  std::string name = p.stem().string() + "-" + digits + p.extension().string();
+  return (p.parent_path() / name).string();
+}
+
+// The monitored value a checkpoint was saved with: its epoch's (epoch events) or its
+// epoch's so far (iteration events).
+std::optional<double> saved_value(const Checkpoint& c, const CheckpointOptions& o) {
+  const LoopState& s = c.loop;
+  const std::map<std::string, double>* m = nullptr;
+  if (epoch_event(o.event) || o.event == Event::completed)
+    m = s.history.empty() ? nullptr : &s.history.back();
+  else
+    m = &s.metrics;
+  if (m == nullptr) return std::nullopt;
+  auto it = m->find(o.monitor);
+  return it == m->end() ? std::nullopt : std::optional<double>(it->second);
+}
+
+}  // namespace
+
+Loop& Loop::checkpoint(CheckpointOptions o) {
+  check(impl_->training, "Loop::checkpoint: only a trainer saves checkpoints");
+  check(!o.path.empty(), "Loop::checkpoint: the path is empty");
+  check(o.keep_last >= 0, "Loop::checkpoint: keep_last must be >= 0 (0: one file), got ",
+        o.keep_last);
+  auto best = std::make_shared<std::optional<double>>();
+  // A fresh run forgets the best value; a resumed one takes it from the last file it saved.
+  handle(Event::started, [best, o](LoopState& s) {
+    best->reset();
+    if (o.monitor.empty() || (s.epoch == 0 && s.iteration == 0)) return HandlerResult::continue_;
+    std::string last = o.path;
+    if (o.keep_last > 0) {
+      std::vector<std::string> files = checkpoint_files(o.path);
+      last = files.empty() ? std::string() : files.back();
+    }
+    std::error_code ec;
+    if (!last.empty() && std::filesystem::exists(last, ec))
+      *best = saved_value(load_checkpoint(last), o);
+    return HandlerResult::continue_;
+  });
+  const Impl* owner = impl_.get();  // the hook lives inside the Impl it points to
   return handle(
-      event,
-      [save = std::move(save)](LoopState& s) {
-        save(s);
+      o.event,
+      [best, o, owner](LoopState& s) {
+        if (!o.monitor.empty()) {
+          double v = monitored(s, o.monitor, "Loop::checkpoint");
+          bool better =
+              !best->has_value() || (o.mode == MonitorMode::min ? v < **best : v > **best);
+          if (!better) return HandlerResult::continue_;
+          *best = v;
+        }
+        if (o.keep_last == 0) {
+          save_checkpoint(o.path, owner->model, s, o.config);
+          return HandlerResult::continue_;
+        }
+        save_checkpoint(numbered_path(o.path, s.train.step), owner->model, s, o.config);
+        std::vector<std::string> files = checkpoint_files(o.path);
+        std::error_code ec;
+        for (std::size_t i = 0; i + static_cast<std::size_t>(o.keep_last) < files.size(); ++i)
+          std::filesystem::remove(files[i], ec);
         return HandlerResult::continue_;
       },
-      filter);
+      o.filter);
 }
 
 }  // namespace glia

@@ -169,31 +169,69 @@ std::int64_t occurrence(Event event, const LoopState& s) {
   return 1;
 }
 
+void check_run_options(const RunOptions& options, const char* who) {
+  check(options.epochs >= 0, who, ": epochs must be >= 0, got ", options.epochs);
+  check(options.max_iterations_per_epoch >= 0, who,
+        ": max_iterations_per_epoch must be >= 0 (0: all), got ", options.max_iterations_per_epoch);
+}
+
+std::int64_t capped_batches(const DataSource& data, const RunOptions& options) {
+  std::int64_t n = data.batches_per_epoch();
+  if (options.max_iterations_per_epoch > 0)
+    n = n > 0 ? std::min(n, options.max_iterations_per_epoch) : 0;
+  return n;
+}
+
 }  // namespace
+
+void Loop::Impl::prepare_steps() {
+  if (steps_version == metrics_version) return;
+  StepOptions so{.backend = backend, .metrics = metric_fns()};
+  if (training)
+    train_step = std::make_shared<TrainStep>(model, loss, optimizer, so);
+  else
+    eval_step = std::make_shared<EvalStep>(model, loss, so);
+  steps_version = metrics_version;
+}
+
+LoopState resume_position(LoopState s) {
+  switch (s.event) {
+    case Event::epoch_completed:
+    case Event::epoch_halted:
+      // Handlers of the epoch's end run before the loop records it.
+      if (static_cast<std::int64_t>(s.history.size()) == s.epoch) s.history.push_back(s.metrics);
+      s.epoch = static_cast<std::int64_t>(s.history.size());
+      s.iteration = 0;
+      s.metrics.clear();
+      break;
+    case Event::completed:
+      s.epoch = static_cast<std::int64_t>(s.history.size());
+      s.iteration = 0;
+      s.metrics.clear();
+      break;
+    case Event::epoch_started:
+      s.iteration = 0;
+      s.metrics.clear();
+      break;
+    case Event::started:
+    case Event::iteration_started:
+    case Event::iteration_completed:
+      break;
+  }
+  s.event = Event::started;
+  s.batch = {};
+  s.halted = false;
+  return s;
+}
 
 LoopState Loop::run(const DataSource& data, RunOptions options,
                     std::optional<TrainState> initial) const {
   Impl& l = *impl_;
-  check(options.epochs >= 0, "Loop::run: epochs must be >= 0, got ", options.epochs);
-  check(options.max_iterations_per_epoch >= 0,
-        "Loop::run: max_iterations_per_epoch must be >= 0 (0: all), got ",
-        options.max_iterations_per_epoch);
-  if (l.steps_version != l.metrics_version) {
-    StepOptions so{.backend = l.backend, .metrics = l.metric_fns()};
-    if (l.training)
-      l.train_step = std::make_shared<TrainStep>(l.model, l.loss, l.optimizer, so);
-    else
-      l.eval_step = std::make_shared<EvalStep>(l.model, l.loss, so);
-    l.steps_version = l.metrics_version;
-  }
-
+  check_run_options(options, "Loop::run");
+  l.prepare_steps();
   LoopState s;
   s.epochs = options.epochs;
-  s.batches_per_epoch = data.batches_per_epoch();
-  if (options.max_iterations_per_epoch > 0)
-    s.batches_per_epoch = s.batches_per_epoch > 0
-                              ? std::min(s.batches_per_epoch, options.max_iterations_per_epoch)
-                              : 0;
+  s.batches_per_epoch = capped_batches(data, options);
   if (l.training) {
     if (!initial) {
       s.train = l.train_step->init(l.seed);
@@ -210,7 +248,36 @@ LoopState Loop::run(const DataSource& data, RunOptions options,
           "TrainState (e.g. TrainState{.model = state})");
     s.train = std::move(*initial);
   }
+  return l.drive(data, options, std::move(s));
+}
 
+LoopState Loop::resume(const DataSource& data, RunOptions options, LoopState from) const {
+  Impl& l = *impl_;
+  check(l.training, "Loop::resume: only a trainer resumes a run (an evaluator has none)");
+  check_run_options(options, "Loop::resume");
+  l.prepare_steps();
+  LoopState s = resume_position(std::move(from));
+  check(s.epoch >= 0 && s.iteration >= 0, "Loop::resume: the state's position (epoch ", s.epoch,
+        ", iteration ", s.iteration, ") is negative");
+  check(s.epoch < options.epochs || (s.epoch == options.epochs && s.iteration == 0),
+        "Loop::resume: the state has completed ", s.epoch, " epochs",
+        s.iteration > 0 ? cat(" and ", s.iteration, " batches of the next") : std::string(),
+        " but the run asks for ", options.epochs,
+        " epochs in all (RunOptions::epochs counts from the run's start)");
+  check_model_entries(l.model, s.train.model, "Loop::resume");
+  {
+    // Scoped: its references to the parameters must not outlive the check (a step may
+    // update parameters in place only when nothing else holds them).
+    TrainState expected = l.train_step->init(s.train.model, s.train.seed);
+    check_optimizer_entries(expected.optimizer, s.train.optimizer, "Loop::resume");
+  }
+  s.epochs = options.epochs;
+  s.batches_per_epoch = capped_batches(data, options);
+  return l.drive(data, options, std::move(s));
+}
+
+LoopState Loop::Impl::drive(const DataSource& data, const RunOptions& options, LoopState s) {
+  Impl& l = *this;
   // Runs the event's handlers; the first that does not continue decides.
   auto fire = [&](Event event) {
     s.event = event;
@@ -228,18 +295,28 @@ LoopState Loop::run(const DataSource& data, RunOptions options,
 
   Progress progress(l.output, l.progress);
   double run_seconds = 0;
+  std::int64_t run_samples = 0;
+  // A resumed run may start inside an epoch: its first `skip` batches were done before.
+  std::int64_t skip = s.iteration;
   bool stop = fire(Event::started) == HandlerResult::halt_loop;
-  for (std::int64_t e = 0; e < options.epochs && !stop; ++e) {
+  for (std::int64_t e = s.epoch; e < options.epochs && !stop; ++e) {
     s.epoch = e;
-    s.iteration = 0;
-    s.metrics.clear();
-    s.batch = {};
-    HandlerResult r = fire(Event::epoch_started);
+    HandlerResult r = HandlerResult::continue_;
+    if (skip == 0) {
+      s.iteration = 0;
+      s.metrics.clear();
+      s.batch = {};
+      r = fire(Event::epoch_started);
+    }
     stop = r == HandlerResult::halt_loop;
     bool halted_epoch = r == HandlerResult::halt_epoch;
     std::int64_t epoch_samples = 0;
     Clock::time_point start = Clock::now();
     DataSource::Reader next = data.epoch(e);
+    for (std::int64_t i = 0; i < skip; ++i)
+      check(next().has_value(), "Loop::resume: the state is at batch ", skip, " of epoch ", e + 1,
+            " but the data has only ", i, " batches in that epoch");
+    skip = 0;
     while (
         !stop && !halted_epoch &&
         (options.max_iterations_per_epoch == 0 || s.iteration < options.max_iterations_per_epoch)) {
@@ -254,6 +331,7 @@ LoopState Loop::run(const DataSource& data, RunOptions options,
       ++s.iteration;
       ++s.total_iterations;
       epoch_samples += batch_size(*batch);
+      s.samples += batch_size(*batch);
       if (l.loss)
         s.metrics["loss"] = metrics::aggregate(metrics::Aggregate::running_average,
                                                s.metrics["loss"], s.batch.loss, s.iteration);
@@ -266,9 +344,9 @@ LoopState Loop::run(const DataSource& data, RunOptions options,
     }
     double seconds = since(start);
     s.epoch_seconds.push_back(seconds);
-    s.samples += epoch_samples;
     run_seconds += seconds;
-    s.samples_per_second = run_seconds > 0 ? static_cast<double>(s.samples) / run_seconds : 0;
+    run_samples += epoch_samples;
+    s.samples_per_second = run_seconds > 0 ? static_cast<double>(run_samples) / run_seconds : 0;
     bool cut_short = halted_epoch || stop;
     if (!stop)
       stop = fire(halted_epoch ? Event::epoch_halted : Event::epoch_completed) ==

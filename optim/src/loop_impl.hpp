@@ -45,7 +45,23 @@ struct Loop::Impl {
 
   std::map<std::string, MetricFn> metric_fns() const;
   metrics::Aggregate aggregate_of(const std::string& name) const;  // loss: running average
+  // (Re)builds the compiled steps when the metrics changed since the last run.
+  void prepare_steps();
+  // Fires the events and runs the batches from s.epoch (and s.iteration batches into it).
+  LoopState drive(const DataSource& data, const RunOptions& options, LoopState s);
 };
+
+// The state as a run resuming from it sees it: epoch counts the completed epochs (an
+// epoch_completed state's epoch is recorded in the history) and iteration the batches done
+// in the next one; event becomes started.
+LoopState resume_position(LoopState s);
+
+// Checks a state against the model's declared parameters and state (layer_shapes) and
+// an optimizer's expected entries: the same names, shapes and dtypes. glia::Error, starting
+// with `who`, names the first mismatch.
+void check_model_entries(const Model& model, const ModelState& got, const std::string& who);
+void check_optimizer_entries(const TensorOptState& expected, const TensorOptState& got,
+                             const std::string& who);
 
 // "loss 0.2345 accuracy 0.93 validation_loss 0.31": loss first, validation_ entries last.
 std::string metrics_text(const std::map<std::string, double>& metrics);

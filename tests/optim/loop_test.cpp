@@ -352,7 +352,13 @@ TEST(Loop, LogCheckpointAndMaxIterations) {
   Loop loop = quiet_trainer();
   loop.log(log, Filter::every(2));
   loop.log(log, Filter::always(), Event::epoch_completed);
-  loop.checkpoint([&](const LoopState& s) { saved.push_back(s.train.step); }, Filter::every(2));
+  loop.handle(
+      Event::epoch_completed,
+      [&](LoopState& s) {
+        saved.push_back(s.train.step);
+        return HandlerResult::continue_;
+      },
+      Filter::every(2));
   LoopState s = loop.run(make_batches(3), {.epochs = 4, .max_iterations_per_epoch = 2});
   EXPECT_EQ(s.total_iterations, 8);
   EXPECT_EQ(s.batches_per_epoch, 2);

@@ -2,6 +2,7 @@
 // training step and the training loop.
 #pragma once
 
+#include "glia/optim/checkpoint.hpp"
 #include "glia/optim/loop.hpp"
 #include "glia/optim/losses.hpp"
 #include "glia/optim/metrics.hpp"

@@ -144,6 +144,20 @@ struct ReduceLrOptions {
   double min_scale = 0;  // lr_scale never goes below this
 };
 
+// Loop::checkpoint. With keep_last = 0 each save replaces `path`; with keep_last = K each
+// save writes a numbered file beside it (checkpoint_files) and deletes all but the newest K.
+struct CheckpointOptions {
+  std::string path;
+  Event event = Event::epoch_completed;  // iteration_completed: every N iterations
+  Filter filter = Filter::always();      // e.g. Filter::every(5)
+  // Non-empty: save only when this metric of the epoch (or of the epoch so far, at
+  // iteration events) beats the best saved one, so the file holds the best model.
+  std::string monitor;
+  MonitorMode mode = MonitorMode::min;
+  std::int64_t keep_last = 0;
+  std::map<std::string, std::string> config;  // metadata stored in every file
+};
+
 class Loop {
  public:
   // An extra metric computed in the step and aggregated over each epoch.
@@ -165,15 +179,23 @@ class Loop {
   // At epoch_completed: multiplies TrainState::lr_scale by `factor` after `patience`
   // epochs without improvement.
   Loop& reduce_lr_on_plateau(ReduceLrOptions options = {});
-  // Calls `save` with the loop state (the checkpoint format comes with checkpoints).
-  Loop& checkpoint(std::function<void(const LoopState&)> save, Filter filter = Filter::always(),
-                   Event event = Event::epoch_completed);
+  // Saves checkpoints (glia/optim/checkpoint.hpp) at matching events: every N epochs or
+  // iterations, only when a monitored metric improves, keeping the last K files. Attach it
+  // after validate() so the saved metrics include the validation ones.
+  Loop& checkpoint(CheckpointOptions options);
 
   // Runs the loop. A trainer starts from `initial` (or from init with the options' seed;
   // a state without optimizer entries gets them from the optimizer's init); an evaluator
   // needs `initial` for the model to evaluate and leaves it unchanged.
   LoopState run(const DataSource& data, RunOptions options = {},
                 std::optional<TrainState> initial = std::nullopt) const;
+  // Continues a trainer's run from a state it reached (a checkpoint's, or one a handler
+  // copied) as if it had never stopped: the same epochs and batches (the data's epoch e
+  // must give the same batches as before), step, dropout keys, metric aggregates and
+  // history. options.epochs counts from the run's start. Parameters, model state and
+  // optimizer state must match this loop's model and optimizer (names, shapes, dtypes).
+  // `started` and `completed` fire again; epoch_started does not for a partly done epoch.
+  LoopState resume(const DataSource& data, RunOptions options, LoopState from) const;
 
   struct Impl;  // opaque; copies of a Loop share it
 

@@ -1,0 +1,143 @@
+// `glia predict` and `glia summary`: a saved model used without its training code.
+// predict runs a checkpoint's model on a .npy batch and writes the outputs as .npy;
+// summary prints the layer table of a checkpoint (or of a built-in model), with where the
+// run stands and a fingerprint of the parameters.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "commands.hpp"
+#include "glia/glia.hpp"
+#include "mnist_models.hpp"
+#include "training.hpp"
+
+namespace glia::cli {
+
+namespace {
+
+// The model's single input layer: its name and declared shape (-1: given at run time).
+const LayerNode& single_input(const Model& model, std::string& name) {
+  const LayerNode* found = nullptr;
+  int count = 0;
+  for (const ResolvedLayer& l : resolve_layers(model))
+    if (!l.node->forward) {
+      found = l.node.get();
+      name = l.name;
+      ++count;
+    }
+  check(count == 1, "predict takes a model with one input; this one has ", count);
+  return *found;
+}
+
+std::string declared_text(const LayerNode& input) {
+  std::string out = std::string(dtype_name(input.input_dtype));
+  for (std::int64_t d : input.input_shape) out += "[" + std::to_string(d) + "]";
+  return out;
+}
+
+int run_predict(const CLI::App& cmd, const std::string& checkpoint, const std::string& in,
+                const std::string& out, std::string backend) {
+  Checkpoint c = load_checkpoint(checkpoint);
+  take_setting(cmd, c, "--backend", "backend", backend);  // the training's, unless given
+  Model model = c.model();
+  check_checkpoint(c, model);
+  std::string name;
+  const LayerNode& input = single_input(model, name);
+  Tensor x = read_npy(in);
+  bool fits =
+      x.dtype() == input.input_dtype && x.rank() == static_cast<int>(input.input_shape.size());
+  for (int i = 0; fits && i < x.rank(); ++i)
+    fits = input.input_shape[static_cast<std::size_t>(i)] == -1 ||
+           input.input_shape[static_cast<std::size_t>(i)] == x.shape()[i];
+  check(fits, "--input ", in, " is ", x.type().to_string(), "; the model's input '", name,
+        "' takes ", declared_text(input), " (-1: any size)");
+  Tensor y = build(model, {.backend = backend}).predict(c.loop.train.model, x);
+  write_npy(out, y);
+  std::cout << "wrote " << out << ": " << y.type().to_string() << "\n";
+  return 0;
+}
+
+// FNV-1a over every parameter and state entry (names, types and bytes), to tell at a
+// glance whether two checkpoints hold the same model.
+std::uint64_t fingerprint(const ModelState& state) {
+  std::uint64_t h = 14695981039346656037ULL;
+  auto mix = [&h](const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  };
+  for (const ParamMap* m : {&state.params, &state.state})
+    for (const auto& [layer, entries] : *m)
+      for (const auto& [name, t] : entries) {
+        std::string head = layer + "/" + name + " " + t.type().to_string();
+        mix(head.data(), head.size() + 1);
+        mix(t.raw_data(), t.nbytes());
+      }
+  return h;
+}
+
+int run_summary(const std::string& checkpoint, const std::string& model_name) {
+  if (checkpoint.empty()) {
+    std::cout << summary(mnist_model(model_name));
+    return 0;
+  }
+  Checkpoint c = load_checkpoint(checkpoint);
+  Model model = c.model();
+  check_checkpoint(c, model);
+  std::cout << summary(model);
+  const LoopState& s = c.loop;
+  std::cout << "Checkpoint " << checkpoint << " (format " << c.format_version << ", saved at "
+            << c.saved_at << ")\n"
+            << "  epochs completed " << s.epoch << ", batches into the next " << s.iteration
+            << ", step " << s.train.step << ", seed " << s.train.seed << "\n";
+  if (!s.history.empty()) {
+    std::cout << "  last epoch:";
+    for (const auto& [k, v] : s.history.back()) std::cout << " " << k << " " << v;
+    std::cout << "\n";
+  }
+  if (!c.config.empty()) {
+    std::cout << "  config:";
+    for (const auto& [k, v] : c.config) std::cout << " " << k << "=" << v;
+    std::cout << "\n";
+  }
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fingerprint(s.train.model)));
+  std::cout << "  parameter fingerprint " << hex << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_predict_command(CLI::App& app) {
+  auto checkpoint = std::make_shared<std::string>();
+  auto in = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto backend = std::make_shared<std::string>("interp");
+  CLI::App* cmd = app.add_subcommand(
+      "predict", "Run a checkpoint's model on a .npy batch and write its outputs as .npy");
+  cmd->add_option("--checkpoint", *checkpoint, "HDF5 checkpoint written by glia")->required();
+  cmd->add_option("--input", *in, ".npy batch of inputs, shaped and typed as the model's input")
+      ->required();
+  cmd->add_option("--output", *out, ".npy file for the outputs (replaced if it exists)")
+      ->required();
+  cmd->add_option("--backend", *backend,
+                  "Backend that runs the model (default: the one the checkpoint was trained on, "
+                  "else interp)");
+  return {cmd, [=] { return run_predict(*cmd, *checkpoint, *in, *out, *backend); }};
+}
+
+Command add_summary_command(CLI::App& app) {
+  auto checkpoint = std::make_shared<std::string>();
+  auto model = std::make_shared<std::string>("mlp");
+  CLI::App* cmd = app.add_subcommand(
+      "summary", "Print the layer table of a checkpoint's model (or of a built-in model)");
+  cmd->add_option("--checkpoint", *checkpoint,
+                  "HDF5 checkpoint; also prints its position, settings and a parameter "
+                  "fingerprint");
+  cmd->add_option("--model", *model, "Built-in model when there is no --checkpoint: mlp or cnn")
+      ->check(CLI::IsMember({"mlp", "cnn"}))
+      ->capture_default_str();
+  return {cmd, [=] { return run_summary(*checkpoint, *model); }};
+}
+
+}  // namespace glia::cli
