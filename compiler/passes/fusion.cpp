@@ -1,10 +1,11 @@
 // Fusion analysis: a greedy pass in graph order that puts each eligible node into the
-// group of its producers when the merged group stays convex, with union-find over groups
-// and, per node, the set of groups it depends on (a bitset over group ids).
+// group of its producers when the merged group stays convex and the groups, each run as
+// one kernel, still form a DAG; union-find over groups.
 #include "glia/compiler/fusion.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 
 namespace glia {
@@ -42,10 +43,10 @@ class Grouper {
       : g_(g),
         eligible_(eligible),
         n_(static_cast<std::size_t>(g.size())),
-        words_((n_ + 63) / 64),
         group_(n_, -1),
         parent_(n_),
-        anc_(n_ * words_, 0) {
+        seen_(n_, 0),
+        members_(n_) {
     std::iota(parent_.begin(), parent_.end(), 0);
   }
 
@@ -60,19 +61,36 @@ class Grouper {
       x = parent_[std::size_t(x)] = parent_[std::size_t(parent_[std::size_t(x)])];
     return x;
   }
-  std::uint64_t* anc(ValueId v) { return &anc_[std::size_t(v) * words_]; }
   const Node& node(ValueId v) const { return g_.nodes()[std::size_t(v)]; }
   bool fusible(ValueId v) const { return eligible_[std::size_t(v)] && fusible_op(node(v).op); }
   int group_of(ValueId v) { return group_[std::size_t(v)] < 0 ? -1 : find(group_[std::size_t(v)]); }
 
-  // Whether v depends on any group in `set` (roots).
+  // Whether v depends on any group in `set` (roots) once groups run as single kernels:
+  // a node of another group depends on every operand of its group, so two groups that
+  // are each convex can still not feed each other both ways. Node ids are topological,
+  // so nodes older than the set's first member are never searched.
   bool depends_on(ValueId v, const std::vector<int>& set) {
-    const std::uint64_t* a = anc(v);
-    for (std::size_t w = 0; w < words_; ++w)
-      for (std::uint64_t bits = a[w]; bits; bits &= bits - 1) {
-        int id = int(w * 64 + std::size_t(__builtin_ctzll(bits)));
-        if (std::find(set.begin(), set.end(), find(id)) != set.end()) return true;
+    ValueId first = std::numeric_limits<ValueId>::max();
+    for (int gr : set)
+      for (ValueId m : members_[std::size_t(gr)]) first = std::min(first, m);
+    ++stamp_;
+    stack_.assign(1, v);
+    while (!stack_.empty()) {
+      ValueId x = stack_.back();
+      stack_.pop_back();
+      if (x < first || seen_[std::size_t(x)] == stamp_) continue;
+      seen_[std::size_t(x)] = stamp_;
+      int gx = group_of(x);
+      if (gx < 0) {
+        for (ValueId o : node(x).inputs) stack_.push_back(o);
+        continue;
       }
+      if (std::find(set.begin(), set.end(), gx) != set.end()) return true;
+      for (ValueId m : members_[std::size_t(gx)]) {
+        seen_[std::size_t(m)] = stamp_;
+        for (ValueId o : node(m).inputs) stack_.push_back(o);
+      }
+    }
     return false;
   }
 
@@ -109,11 +127,6 @@ class Grouper {
   }
 
   void visit(ValueId n) {
-    std::uint64_t* a = anc(n);
-    for (ValueId o : node(n).inputs) {
-      const std::uint64_t* ao = anc(o);
-      for (std::size_t w = 0; w < words_; ++w) a[w] |= ao[w];
-    }
     if (!fusible(n)) return;
     std::vector<int> c = candidates(n);
     std::vector<int> chosen;
@@ -127,7 +140,6 @@ class Grouper {
         }
     }
     int root = static_cast<int>(n);
-    members_.resize(n_);
     members_[std::size_t(root)].push_back(n);
     for (int gr : chosen) {
       parent_[std::size_t(gr)] = root;
@@ -136,7 +148,6 @@ class Grouper {
       m.clear();
     }
     group_[std::size_t(n)] = root;
-    a[std::size_t(root) / 64] |= std::uint64_t(1) << (std::size_t(root) % 64);
   }
 
   std::vector<FusionGroup> collect() {
@@ -173,9 +184,11 @@ class Grouper {
 
   const Graph& g_;
   const std::vector<bool>& eligible_;
-  std::size_t n_, words_;
+  std::size_t n_;
   std::vector<int> group_, parent_;
-  std::vector<std::uint64_t> anc_;
+  std::vector<std::uint64_t> seen_;  // == stamp_: visited by the current search
+  std::uint64_t stamp_ = 0;
+  std::vector<ValueId> stack_;
   std::vector<std::vector<ValueId>> members_;
 };
 

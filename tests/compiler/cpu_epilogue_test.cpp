@@ -71,7 +71,7 @@ TEST(CpuEpilogue, StopsAtAValueWithAnotherReader) {
   std::string text = exe->describe();
   EXPECT_THAT(text, HasSubstr(") + bias :"));
   EXPECT_THAT(text, Not(HasSubstr("relu")));
-  EXPECT_THAT(text, HasSubstr("reference max"));
+  EXPECT_THAT(text, HasSubstr("fused[broadcast max]"));
   // The product itself read twice: no epilogue at all.
   Graph twice = trace(
       [](const std::vector<Expr>& in) {
@@ -81,7 +81,7 @@ TEST(CpuEpilogue, StopsAtAValueWithAnotherReader) {
       {{f32, {7, 12}}, {f32, {12, 5}}, {f32, {5}}}, "twice");
   exe = expect_cpu_matches_interp(twice, seeded_inputs(twice), 1e-5, 1e-6);
   EXPECT_THAT(exe->describe(), Not(HasSubstr("bias")));
-  EXPECT_THAT(exe->describe(), HasSubstr("reference add"));
+  EXPECT_THAT(exe->describe(), HasSubstr("fused[broadcast add]"));
   // With gradients: relu's derivative reads the pre-activation, so only the bias fuses.
   Graph grad = trace(
       [](const std::vector<Expr>& in) {

@@ -78,8 +78,18 @@ std::vector<std::unique_ptr<Kernel>> schedule(const Graph& graph,
       if (--waiting[std::size_t(r)] == 0) ready.push(r);
     ordered.push_back(std::move(kernels[std::size_t(k)]));
   }
-  check(ordered.size() == kernels.size(), "cpu backend: the kernels of graph '", graph.name(),
-        "' depend on each other in a cycle");
+  if (ordered.size() != kernels.size()) {
+    std::string stuck;
+    for (std::size_t k = 0; k < kernels.size(); ++k)
+      if (kernels[k] && waiting[k] > 0) {
+        stuck += cat("\n  ", kernels[k]->describe(), " reads");
+        for (ValueId in : kernels[k]->inputs) stuck += cat(" %", in);
+        stuck += " writes";
+        for (ValueId out : kernels[k]->outputs) stuck += cat(" %", out);
+      }
+    throw Error(cat("cpu backend: the kernels of graph '", graph.name(),
+                    "' depend on each other in a cycle:", stuck, "\n", to_text(graph)));
+  }
   return ordered;
 }
 
