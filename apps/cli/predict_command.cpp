@@ -112,7 +112,7 @@ Command add_predict_command(CLI::App& app) {
   auto checkpoint = std::make_shared<std::string>();
   auto in = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
-  auto backend = std::make_shared<std::string>("interp");
+  auto backend = std::make_shared<std::string>(default_backend());
   CLI::App* cmd = app.add_subcommand(
       "predict", "Run a checkpoint's model on a .npy batch and write its outputs as .npy");
   cmd->add_option("--checkpoint", *checkpoint, "HDF5 checkpoint written by glia")->required();

@@ -24,7 +24,7 @@ struct DataFlags {
   std::string model = "mlp";
   std::int64_t batch_size = 32;
   std::uint64_t seed = 0;
-  std::string backend = "interp";
+  std::string backend = default_backend();
   int threads = 2;
   bool json = false;
 };

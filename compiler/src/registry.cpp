@@ -2,6 +2,10 @@
 // initialisation, not by static objects that a static link could leave out.
 #include "glia/compiler/registry.hpp"
 
+#ifdef GLIA_CPU_OPENMP
+#include <omp.h>
+#endif
+
 #include <map>
 #include <mutex>
 #include <set>
@@ -67,6 +71,29 @@ const Backend& backend(std::string_view name) {
     check(entry.instance != nullptr, "backend '", name, "': its factory returned no backend");
   }
   return *entry.instance;
+}
+
+std::string default_backend() {
+#ifdef GLIA_HAVE_CPU_BACKEND
+  return "cpu";
+#else
+  return "interp";
+#endif
+}
+
+void set_num_threads(int n) {
+  check(n >= 1, "set_num_threads: need at least 1 thread, got ", n);
+#ifdef GLIA_CPU_OPENMP
+  omp_set_num_threads(n);
+#endif
+}
+
+int num_threads() {
+#ifdef GLIA_CPU_OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
 }
 
 std::vector<std::string> backend_names() {

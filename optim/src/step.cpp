@@ -252,6 +252,15 @@ std::string TrainStep::graph_text(const TrainState& state, const Tensor& x, cons
                                 random::key(state.seed));
 }
 
+std::string TrainStep::describe(const TrainState& state, const Tensor& x, const Tensor& y) const {
+  check_batch(x, y, "TrainStep");
+  return impl_->step
+      .compiled(state.model.params, state.model.state, state.optimizer, x, y,
+                Tensor::scalar(static_cast<double>(state.step), DType::i64),
+                Tensor::scalar(state.lr_scale, DType::f32), random::key(state.seed))
+      ->executable->describe();
+}
+
 CacheStats TrainStep::cache_stats() const { return impl_->step.cache_stats(); }
 
 struct EvalStep::Impl {

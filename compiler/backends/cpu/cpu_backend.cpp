@@ -9,7 +9,13 @@
 #include "backends/cpu/cpu_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
 #include <mutex>
+#include <numeric>
 #include <queue>
 #include <sstream>
 
@@ -122,9 +128,31 @@ class CpuExecutable final : public Executable {
     cpu::lower_fused(lowering);
     cpu::lower_reference(lowering);
     kernels_ = schedule(graph_, lowering.take_kernels());
+    if (const char* p = std::getenv("GLIA_CPU_PROFILE"); p != nullptr && *p != '\0' && *p != '0')
+      profile_ = std::make_unique<Profile>(kernels_.size());
     for (const auto& k : kernels_)
       scratchpad_bytes_ = std::max(scratchpad_bytes_, k->scratchpad_bytes());
     plan();
+  }
+
+  // With GLIA_CPU_PROFILE=1 in the environment, each kernel's time over every run is
+  // printed to stderr when the executable goes away, slowest first.
+  ~CpuExecutable() override {
+    if (!profile_) return;
+    std::vector<std::size_t> order(kernels_.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return profile_->nanoseconds[a] > profile_->nanoseconds[b];
+    });
+    double total = 0;
+    for (std::size_t k = 0; k < kernels_.size(); ++k) total += double(profile_->nanoseconds[k]);
+    std::ostringstream out;
+    out << "glia cpu profile of '" << graph_.name() << "': " << total / 1e6 << " ms in kernels\n";
+    for (std::size_t k : order)
+      out << "  " << std::fixed << std::setprecision(1) << std::setw(5)
+          << 100.0 * double(profile_->nanoseconds[k]) / std::max(total, 1.0) << "%  "
+          << kernels_[k]->describe().substr(0, 160) << "\n";
+    std::cerr << out.str();
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) const override {
@@ -169,6 +197,11 @@ class CpuExecutable final : public Executable {
   int output_slots_ = 0;
   std::size_t scratchpad_bytes_ = 0;
   MemoryPlan plan_;
+  struct Profile {
+    explicit Profile(std::size_t n) : nanoseconds(n) {}
+    std::vector<std::atomic<std::int64_t>> nanoseconds;
+  };
+  std::unique_ptr<Profile> profile_;
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<Workspace>> pool_;
 };
@@ -286,6 +319,7 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
   for (const auto& [id, t] : constants_) values[static_cast<std::size_t>(id)] = t;
 
   ThreadScope scope(threads_);
+  cpu::FlushDenormals flush;
   cpu::RunContext ctx{values, ws->stream,
                       ws->scratchpad.defined() ? ws->scratchpad.raw_data() : nullptr};
   try {
@@ -307,7 +341,15 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
             values[o] = buffer;
           }
         }
-      kernel.run(ctx);
+      if (profile_) {
+        auto t0 = std::chrono::steady_clock::now();
+        kernel.run(ctx);
+        profile_->nanoseconds[k] += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - t0)
+                                        .count();
+      } else {
+        kernel.run(ctx);
+      }
       for (ValueId v : release_after_[k]) values[static_cast<std::size_t>(v)] = Tensor();
     }
   } catch (...) {

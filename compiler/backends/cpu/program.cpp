@@ -6,6 +6,10 @@
 
 #include <dnnl.hpp>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 #if defined(GLIA_CPU_OPENMP) && DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
 #include <omp.h>
 #define GLIA_CPU_SETS_THREADS 1
@@ -27,6 +31,16 @@ ThreadScope::~ThreadScope() {
   if (previous_ > 0) omp_set_num_threads(previous_);
 #endif
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()) {
+  _mm_setcsr(saved_ | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
+}
+FlushDenormals::~FlushDenormals() { _mm_setcsr(saved_); }
+#else
+FlushDenormals::FlushDenormals() = default;
+FlushDenormals::~FlushDenormals() = default;
+#endif
 
 Lowering::Lowering(const Graph& graph, const dnnl::engine& engine)
     : graph_(graph), engine_(engine) {

@@ -61,6 +61,21 @@ class ThreadScope {
  private:
   int previous_ = 0;
 };
+// Flushes denormal floats to zero (FTZ and DAZ in the MXCSR) on the calling thread for
+// the scope's lifetime, as TensorFlow's CPU runtime does: an optimizer's moments decay
+// into the denormal range, where every multiply takes a ~100-cycle microcode assist.
+// Results differ from the interpreter's only below 1.2e-38 (f32).
+class FlushDenormals {
+ public:
+  FlushDenormals();
+  ~FlushDenormals();
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  unsigned saved_ = 0;
+};
+
 // Below this many floating-point operations a primitive runs on one thread.
 inline constexpr double kSingleThreadFlops = 1 << 18;
 

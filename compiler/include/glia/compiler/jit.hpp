@@ -176,7 +176,8 @@ class Jitted {
     auto entry = lookup(true, leaves, args...);
     ((args = std::remove_cvref_t<Args>{}), ...);
     using Result = tensor_tree_t<detail::expr_result_t<Fn, std::remove_cvref_t<Args>...>>;
-    return detail::rebuild_result<Result>(*entry, entry->executable->run_donated(std::move(leaves)));
+    return detail::rebuild_result<Result>(*entry,
+                                          entry->executable->run_donated(std::move(leaves)));
   }
 
   // The graph and executable for these arguments' signature; traces and compiles on a
@@ -203,8 +204,8 @@ class Jitted {
     if (auto hit = cache_->find(type_key, structure, leaves, count)) return hit;
     const std::string& name = cache_->options().name;
     std::vector<TensorType> types = detail::argument_types(name, structure, leaves);
-    return cache_->insert(type_key, structure, types,
-                          detail::make_trace_body(*fn_, name, args...), count);
+    return cache_->insert(type_key, structure, types, detail::make_trace_body(*fn_, name, args...),
+                          count);
   }
 
   std::shared_ptr<const Fn> fn_;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "glia/compiler/registry.hpp"
 #include "glia/layers/model.hpp"
 
 namespace glia {
@@ -68,7 +69,7 @@ std::vector<LayerShapes> layer_shapes(const Model& model, const InputTypes& inpu
 
 // ---- Compiled functions -----------------------------------------------------------------
 struct BuildOptions {
-  std::string backend = "interp";
+  std::string backend = default_backend();
 };
 struct BuiltModel;
 

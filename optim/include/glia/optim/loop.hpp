@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "glia/compiler/registry.hpp"
 #include "glia/datasets/dataset.hpp"
 #include "glia/optim/metrics.hpp"
 #include "glia/optim/step.hpp"
@@ -106,7 +107,7 @@ class DataSource {
 enum class ProgressMode { automatic, bar, lines, off };
 
 struct TrainerOptions {
-  std::string backend = "interp";
+  std::string backend = default_backend();
   std::uint64_t seed = 0;                   // parameters and dropout keys
   std::map<std::string, MetricFn> metrics;  // aggregated as running averages
   std::ostream* output = nullptr;           // progress output; nullptr: std::cout
@@ -114,7 +115,7 @@ struct TrainerOptions {
 };
 
 struct EvaluatorOptions {
-  std::string backend = "interp";
+  std::string backend = default_backend();
   std::map<std::string, MetricFn> metrics;  // aggregated as running averages
   LossFn loss;                              // optional: adds "loss"
   std::ostream* output = nullptr;

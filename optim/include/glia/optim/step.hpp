@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "glia/compiler/jit.hpp"
+#include "glia/compiler/registry.hpp"
 #include "glia/layers/build.hpp"
 #include "glia/optim/transform.hpp"
 
@@ -40,7 +41,7 @@ struct StepOutput {
 };
 
 struct StepOptions {
-  std::string backend = "interp";
+  std::string backend = default_backend();
   std::map<std::string, MetricFn> metrics;  // computed in the same graph
 };
 
@@ -56,6 +57,8 @@ class TrainStep {
   StepOutput operator()(TrainState& state, const Tensor& x, const Tensor& y) const;
   const Model& model() const;
   std::string graph_text(const TrainState& state, const Tensor& x, const Tensor& y) const;
+  // The compiled program for these arguments: its kernels, fused groups and arena.
+  std::string describe(const TrainState& state, const Tensor& x, const Tensor& y) const;
   // The compiled step's cache: one miss (trace and compile) per input signature.
   CacheStats cache_stats() const;
   struct Impl;  // opaque
