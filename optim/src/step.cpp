@@ -17,8 +17,9 @@ namespace {
 // threefry(threefry(key, (0, 0)) + (0, data), (0, 0)), as fold_in computes it.
 Expr fold_in_traced(const Expr& key, const Expr& data) {
   Expr hashed = random::bits(key, Shape{2});
-  Expr word = reshape(cast(data, DType::u32), {1});
-  Expr mixed = hashed + pad(word, 0, {1}, {0});
+  // (0, data) as data * (0, 1): element-wise, so it fuses with its neighbours.
+  Expr word = cast(data, DType::u32) * constant(Tensor::from<std::uint32_t>({0, 1}));
+  Expr mixed = hashed + word;
   return random::bits(mixed, Shape{2});
 }
 
@@ -190,6 +191,39 @@ StepOutput to_output(const Tensor& loss, const std::map<std::string, Tensor>& me
   return out;
 }
 
+// The step's scalar inputs, kept per thread and rewritten in place when nobody else holds
+// them (the compiled step lets go of its inputs when it returns): a warm step allocates
+// nothing at all.
+class StepScalars {
+ public:
+  Tensor step(std::int64_t value) { return refill(step_, DType::i64, static_cast<double>(value)); }
+  Tensor lr_scale(double value) { return refill(lr_scale_, DType::f32, value); }
+  Tensor key(std::uint64_t seed) {
+    if (!key_.unique_storage() || seed != key_seed_) {
+      key_ = random::key(seed);
+      key_seed_ = seed;
+    }
+    return key_;
+  }
+
+ private:
+  static Tensor refill(Tensor& t, DType dtype, double value) {
+    if (!t.unique_storage()) t = Tensor::scalar(value, dtype);
+    if (dtype == DType::i64)
+      t.data<std::int64_t>()[0] = static_cast<std::int64_t>(value);
+    else
+      t.data<float>()[0] = static_cast<float>(value);
+    return t;
+  }
+  Tensor step_, lr_scale_, key_;
+  std::uint64_t key_seed_ = 0;
+};
+
+StepScalars& step_scalars() {
+  thread_local StepScalars scalars;
+  return scalars;
+}
+
 void check_batch(const Tensor& x, const Tensor& y, const char* who) {
   check(x.defined() && y.defined(), who, ": x and y must be defined tensors");
 }
@@ -233,8 +267,8 @@ StepOutput TrainStep::operator()(TrainState& state, const Tensor& x, const Tenso
   // state is given up, leaving it as it was.
   auto [params, model_state, opt, loss, metrics] = impl_->step.call_donating(
       std::move(state.model.params), std::move(state.model.state), std::move(state.optimizer),
-      Tensor(x), Tensor(y), Tensor::scalar(static_cast<double>(state.step), DType::i64),
-      Tensor::scalar(state.lr_scale, DType::f32), random::key(state.seed));
+      Tensor(x), Tensor(y), step_scalars().step(state.step),
+      step_scalars().lr_scale(state.lr_scale), step_scalars().key(state.seed));
   state.model.params = std::move(params);
   state.model.state = std::move(model_state);
   state.optimizer = std::move(opt);

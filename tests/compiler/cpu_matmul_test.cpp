@@ -153,6 +153,16 @@ TEST(CpuMatmul, MlpForwardAndBackward) {
   EXPECT_GE(dots, 5);  // 2 forward; dW2, dh, dW1 backward
   EXPECT_EQ(onednn_steps(*exe), dots);
   EXPECT_THAT(exe->describe(), Not(HasSubstr("reference dot_general")));
+  // The arena reuses the bytes of values that are dead: smaller than all the values the
+  // kernels pass each other, laid end to end.
+  const MemoryPlan& plan = exe->memory_plan();
+  std::int64_t intermediates = 0;
+  for (std::int64_t v = 0; v < g.size(); ++v)
+    if (plan.offsets[static_cast<std::size_t>(v)] >= 0)
+      intermediates += g.type(static_cast<ValueId>(v)).shape.numel() * 4;
+  EXPECT_GE(plan.value_count, 3);
+  EXPECT_GT(plan.arena_bytes, 0);
+  EXPECT_LT(plan.arena_bytes, intermediates);
 }
 
 // ---- The executable around the steps -------------------------------------------------

@@ -114,7 +114,8 @@ struct Workspace {
   std::vector<Tensor> arena_values;  // by value id (undefined where not in the arena)
   Tensor scratchpad;
   std::vector<Tensor> values;
-  std::vector<Tensor> output_buffers;
+  std::vector<Tensor> output_buffers;      // two per output slot
+  std::vector<unsigned char> output_turn;  // which of the two to replace next
   dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
 
@@ -175,6 +176,7 @@ class CpuExecutable final : public Executable {
   void plan();
   std::vector<Tensor> execute(std::vector<Tensor>& inputs, bool donate) const;
   std::unique_ptr<Workspace> make_workspace() const;
+  static Tensor output_buffer(Workspace& ws, int slot, const TensorType& type);
 
   void check_inputs(std::span<const Tensor> inputs) const {
     check(inputs.size() == graph_.parameters().size(), "run: graph '", graph_.name(), "' takes ",
@@ -296,8 +298,21 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
     ws->scratchpad = Tensor::uninitialized(DType::u8, Shape{std::int64_t(scratchpad_bytes_)});
   ws->values.resize(n);
   ws->stream = dnnl::stream(engine_);
-  ws->output_buffers.resize(static_cast<std::size_t>(output_slots_));
+  ws->output_buffers.resize(static_cast<std::size_t>(output_slots_) * 2);
+  ws->output_turn.resize(static_cast<std::size_t>(output_slots_), 0);
   return ws;
+}
+
+// Two buffers per output that no input can take in place, used in turn: when a training
+// step's state comes back as the next step's donated input, the buffer the step before
+// wrote is free again, so a step allocates nothing once warm.
+Tensor CpuExecutable::output_buffer(Workspace& ws, int slot, const TensorType& type) {
+  Tensor* pair = &ws.output_buffers[static_cast<std::size_t>(slot) * 2];
+  for (int j = 0; j < 2; ++j)
+    if (pair[j].unique_storage()) return pair[j];
+  Tensor& replaced = pair[ws.output_turn[static_cast<std::size_t>(slot)] ^= 1];
+  replaced = Tensor::uninitialized(type.dtype, type.shape);
+  return replaced;
 }
 
 std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool donate) const {
@@ -334,11 +349,7 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
           } else if (p.donor >= 0 && donated[static_cast<std::size_t>(p.donor)]) {
             values[o] = values[static_cast<std::size_t>(graph_.parameters()[std::size_t(p.donor)])];
           } else {
-            Tensor& buffer = ws->output_buffers[static_cast<std::size_t>(p.output_slot)];
-            if (!buffer.unique_storage())
-              buffer =
-                  Tensor::uninitialized(graph_.nodes()[o].type.dtype, graph_.nodes()[o].type.shape);
-            values[o] = buffer;
+            values[o] = output_buffer(*ws, p.output_slot, graph_.nodes()[o].type);
           }
         }
       if (profile_) {
