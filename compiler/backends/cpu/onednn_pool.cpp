@@ -166,50 +166,53 @@ class MaxPoolBackwardKernel final : public Kernel {
         static_cast<const float*>(ctx.values[static_cast<std::size_t>(inputs.back())].raw_data());
     auto* out = static_cast<float*>(ctx.values[static_cast<std::size_t>(outputs[0])].raw_data());
     std::memset(out, 0, static_cast<std::size_t>(numel_) * sizeof(float));
-    auto* scratch = static_cast<std::byte*>(ctx.scratchpad);
-    auto* best = reinterpret_cast<float*>(scratch);
-    auto* pick = reinterpret_cast<std::int32_t*>(scratch + align64(sizeof(float) * channels_));
-    auto* offset =
-        reinterpret_cast<std::int64_t*>(scratch + 2 * align64(sizeof(float) * channels_));
     const std::int64_t cs = in_strides_[1], src_cs = out_strides_[1];
-    for (std::int64_t b = 0; b < in_dims_[0]; ++b)
-      for (std::int64_t o0 = 0; o0 < out_dims_[2]; ++o0)
-        for (std::int64_t o1 = 0; o1 < out_dims_[3]; ++o1)
-          for (std::int64_t o2 = 0; o2 < out_dims_[4]; ++o2) {
-            const std::int64_t o[3] = {o0, o1, o2};
-            std::fill(best, best + channels_, -std::numeric_limits<float>::infinity());
-            std::fill(pick, pick + channels_, -1);
-            for (std::int32_t k = 0; k < std::int32_t(positions_); ++k) {
-              std::int64_t kk[3] = {k / (window_[1] * window_[2]), k / window_[2] % window_[1],
-                                    k % window_[2]};
-              std::int64_t at = b * in_strides_[0];
-              bool inside = true;
-              for (int d = 0; d < 3; ++d) {
-                std::int64_t pos = o[d] * stride_[d] + kk[d] * dilation_[d] - pad_[d];
-                inside = inside && pos >= 0 && pos < in_dims_[std::size_t(d) + 2];
-                at += pos * in_strides_[std::size_t(d) + 2];
+    // Images are independent (each writes only its own slice of `out`): one per thread at
+    // a time, each thread with its own running maxima.
+#pragma omp parallel if (in_dims_[0] > 1 && numel_ >= 32768)
+    {
+      std::vector<float> best_v(static_cast<std::size_t>(channels_));
+      std::vector<std::int32_t> pick_v(static_cast<std::size_t>(channels_));
+      std::vector<std::int64_t> offset_v(static_cast<std::size_t>(positions_));
+      float* best = best_v.data();
+      std::int32_t* pick = pick_v.data();
+      std::int64_t* offset = offset_v.data();
+#pragma omp for schedule(static)
+      for (std::int64_t b = 0; b < in_dims_[0]; ++b)
+        for (std::int64_t o0 = 0; o0 < out_dims_[2]; ++o0)
+          for (std::int64_t o1 = 0; o1 < out_dims_[3]; ++o1)
+            for (std::int64_t o2 = 0; o2 < out_dims_[4]; ++o2) {
+              const std::int64_t o[3] = {o0, o1, o2};
+              std::fill(best, best + channels_, -std::numeric_limits<float>::infinity());
+              std::fill(pick, pick + channels_, -1);
+              for (std::int32_t k = 0; k < std::int32_t(positions_); ++k) {
+                std::int64_t kk[3] = {k / (window_[1] * window_[2]), k / window_[2] % window_[1],
+                                      k % window_[2]};
+                std::int64_t at = b * in_strides_[0];
+                bool inside = true;
+                for (int d = 0; d < 3; ++d) {
+                  std::int64_t pos = o[d] * stride_[d] + kk[d] * dilation_[d] - pad_[d];
+                  inside = inside && pos >= 0 && pos < in_dims_[std::size_t(d) + 2];
+                  at += pos * in_strides_[std::size_t(d) + 2];
+                }
+                offset[k] = at;
+                if (!inside) continue;
+                const float* xk = x + at;
+                for (std::int64_t c = 0; c < channels_; ++c) {
+                  float v = xk[c * cs];
+                  bool better = pick[c] < 0 || (v != v ? best[c] == best[c] : v > best[c]);
+                  best[c] = better ? v : best[c];
+                  pick[c] = better ? k : pick[c];
+                }
               }
-              offset[k] = at;
-              if (!inside) continue;
-              const float* xk = x + at;
-              for (std::int64_t c = 0; c < channels_; ++c) {
-                float v = xk[c * cs];
-                bool better = pick[c] < 0 || (v != v ? best[c] == best[c] : v > best[c]);
-                best[c] = better ? v : best[c];
-                pick[c] = better ? k : pick[c];
-              }
+              const float* s = src + b * out_strides_[0] + o0 * out_strides_[2] +
+                               o1 * out_strides_[3] + o2 * out_strides_[4];
+              for (std::int64_t c = 0; c < channels_; ++c)
+                if (pick[c] >= 0) out[offset[pick[c]] + c * cs] += s[c * src_cs];
             }
-            const float* s = src + b * out_strides_[0] + o0 * out_strides_[2] +
-                             o1 * out_strides_[3] + o2 * out_strides_[4];
-            for (std::int64_t c = 0; c < channels_; ++c)
-              if (pick[c] >= 0) out[offset[pick[c]] + c * cs] += s[c * src_cs];
-          }
+    }
   }
   std::string describe() const override { return text_; }
-  std::size_t scratchpad_bytes() const override {
-    return 2 * align64(sizeof(float) * std::size_t(channels_)) +
-           align64(sizeof(std::int64_t) * std::size_t(positions_));
-  }
 
  private:
   std::vector<std::int64_t> in_dims_, in_strides_, out_dims_, out_strides_;
