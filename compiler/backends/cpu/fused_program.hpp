@@ -14,7 +14,7 @@
 
 namespace glia::detail::cpu::fused {
 
-inline constexpr int kTile = 512;
+inline constexpr int kTile = 256;
 // The widest compute type is 8 bytes; one cache line more keeps registers from starting
 // at the same address modulo 4 KiB, where the CPU would take every load from one register
 // as depending on the store just made to another (4K aliasing: a 5-10x slowdown).
