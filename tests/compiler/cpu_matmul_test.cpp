@@ -15,11 +15,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-int count_text(const std::string& text, const std::string& part) {
-  int n = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
-  return n;
-}
 int onednn_steps(const Executable& exe) { return count_text(exe.describe(), "= onednn matmul"); }
 
 // One dot_general of a and b (seeded f32 in [-1, 1)) with these attributes.
