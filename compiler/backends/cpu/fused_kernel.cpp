@@ -103,11 +103,23 @@ class FusedKernel final : public Kernel {
   }
 
   void run(RunContext& ctx) const override {
+    // Small kernels bind their places on the stack: a run allocates nothing.
+    constexpr std::size_t kSmall = 16;
+    const std::byte* in_small[kSmall];
+    std::byte* out_small[kSmall];
+    std::vector<const std::byte*> in_big;
+    std::vector<std::byte*> out_big;
+    const std::byte** ins = in_small;
+    std::byte** outs = out_small;
+    if (inputs.size() > kSmall) in_big.resize(inputs.size()), ins = in_big.data();
+    if (outputs.size() > kSmall) out_big.resize(outputs.size()), outs = out_big.data();
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      ins[i] = static_cast<const std::byte*>(ctx.values[std::size_t(inputs[i])].raw_data());
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      outs[i] = static_cast<std::byte*>(ctx.values[std::size_t(outputs[i])].raw_data());
     Bindings b;
-    for (ValueId in : inputs)
-      b.inputs.push_back(static_cast<const std::byte*>(ctx.values[std::size_t(in)].raw_data()));
-    for (ValueId out : outputs)
-      b.outputs.push_back(static_cast<std::byte*>(ctx.values[std::size_t(out)].raw_data()));
+    b.inputs = ins;
+    b.outputs = outs;
     b.scratch = static_cast<std::byte*>(ctx.scratchpad);
 #ifdef _OPENMP
     const int threads = omp_get_max_threads();
@@ -340,7 +352,17 @@ void FusedKernel::build_sweep(std::size_t k, const std::vector<ValueId>& sinks) 
     }
   }
   // Stores last: every load of a tile happens before any store, so an output may take
-  // the storage of an input it reads element for element.
+  // the storage of an input it reads element for element. A load read straight from
+  // memory is read when used: only by the first store, before any store wrote.
+  std::vector<bool> late(std::size_t(vregs), false);
+  for (std::size_t i = 1; i < stores.size(); ++i) late[std::size_t(stores[i].a)] = true;
+  for (Instr& in : code) {
+    if (in.code != Code::load) continue;
+    bool scalar = !in.view.identity;
+    for (int d = 0; d < in.view.rank && scalar; ++d) scalar = in.view.strides[std::size_t(d)] == 0;
+    if (scalar) in.scalar = s.scalars++;
+    in.direct = in.view.identity && !late[std::size_t(in.dst)];
+  }
   code.insert(code.end(), stores.begin(), stores.end());
   // Registers: each virtual register gets a physical one from its definition to its
   // last use; an instruction's result never shares a register with its operands.
