@@ -106,5 +106,30 @@ TEST(FusedExec, SeveralOutputsReadTheSameInputsDirectly) {
   }
 }
 
+TEST(FusedExec, ABroadcastReadByAnotherGroupIsNotWrittenOut) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr s = 1.0 - pow(0.9, in[2]);
+        Expr x = in[0] * broadcast_to(s, {64, 32});
+        return std::vector<Expr>{matmul(x, in[1]) / broadcast_to(s, {64, 16})};
+      },
+      {{f32, {64, 32}}, {f32, {32, 16}}, {f32, {}}}, "broadcast_between_groups");
+  auto cpu = compile_graph(g, "cpu");
+  std::string text = cpu->describe();
+  text = text.substr(0, text.find("\ngraph "));
+  // The producer returns the scalar; the divide's kernel broadcasts it itself.
+  EXPECT_NE(text.find("fused[broadcast divide] f32[64][16] : f32[64][16] [2 nodes]"),
+            std::string::npos)
+      << text;
+  // The matmul's result is the only [64][16] array held in the arena.
+  const auto held = text.find("f32[64][16] @arena");
+  EXPECT_NE(held, std::string::npos) << text;
+  EXPECT_EQ(text.find("f32[64][16] @arena", held + 1), std::string::npos) << text;
+  std::vector<Tensor> in = {seeded({64, 32}, f32, -1, 1, 7), seeded({32, 16}, f32, -1, 1, 8),
+                            Tensor::from<float>({3.f}, Shape{})};
+  EXPECT_TRUE(allclose(cpu->run(in)[0], interpret(g, in)[0], 1e-5, 1e-6));
+}
+
 }  // namespace
 }  // namespace glia::testing
