@@ -1,7 +1,7 @@
-// The fused-sweep executor's shortcuts against values computed here: float max and min
-// reductions that keep a NaN wherever it lies in a row or split between threads, scalar operands
-// filled once per run (across tiles and threads), and operands read straight from an input's memory
-// by several outputs.
+// The fused kernels' shortcuts against values computed here: float max and min keeping
+// a NaN wherever it lies (in a row, across threads), scalar operands filled once per
+// run, operands read straight from inputs by several outputs, and a broadcast read by
+// another group moved into it rather than written out.
 #include <cmath>
 #include <limits>
 
