@@ -103,11 +103,23 @@ class FusedKernel final : public Kernel {
   }
 
   void run(RunContext& ctx) const override {
+    // Small kernels bind their places on the stack: a run allocates nothing.
+    constexpr std::size_t kSmall = 16;
+    const std::byte* in_small[kSmall];
+    std::byte* out_small[kSmall];
+    std::vector<const std::byte*> in_big;
+    std::vector<std::byte*> out_big;
+    const std::byte** ins = in_small;
+    std::byte** outs = out_small;
+    if (inputs.size() > kSmall) in_big.resize(inputs.size()), ins = in_big.data();
+    if (outputs.size() > kSmall) out_big.resize(outputs.size()), outs = out_big.data();
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      ins[i] = static_cast<const std::byte*>(ctx.values[std::size_t(inputs[i])].raw_data());
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      outs[i] = static_cast<std::byte*>(ctx.values[std::size_t(outputs[i])].raw_data());
     Bindings b;
-    for (ValueId in : inputs)
-      b.inputs.push_back(static_cast<const std::byte*>(ctx.values[std::size_t(in)].raw_data()));
-    for (ValueId out : outputs)
-      b.outputs.push_back(static_cast<std::byte*>(ctx.values[std::size_t(out)].raw_data()));
+    b.inputs = ins;
+    b.outputs = outs;
     b.scratch = static_cast<std::byte*>(ctx.scratchpad);
 #ifdef _OPENMP
     const int threads = omp_get_max_threads();
@@ -340,7 +352,17 @@ void FusedKernel::build_sweep(std::size_t k, const std::vector<ValueId>& sinks) 
     }
   }
   // Stores last: every load of a tile happens before any store, so an output may take
-  // the storage of an input it reads element for element.
+  // the storage of an input it reads element for element. A load read straight from
+  // memory is read when used: only by the first store, before any store wrote.
+  std::vector<bool> late(std::size_t(vregs), false);
+  for (std::size_t i = 1; i < stores.size(); ++i) late[std::size_t(stores[i].a)] = true;
+  for (Instr& in : code) {
+    if (in.code != Code::load) continue;
+    bool scalar = !in.view.identity;
+    for (int d = 0; d < in.view.rank && scalar; ++d) scalar = in.view.strides[std::size_t(d)] == 0;
+    if (scalar) in.scalar = s.scalars++;
+    in.direct = in.view.identity && !late[std::size_t(in.dst)];
+  }
   code.insert(code.end(), stores.begin(), stores.end());
   // Registers: each virtual register gets a physical one from its definition to its
   // last use; an instruction's result never shares a register with its operands.
@@ -376,6 +398,63 @@ void FusedKernel::build_sweep(std::size_t k, const std::vector<ValueId>& sinks) 
   s.registers = count;
 }
 
+// A broadcast that one other group alone reads moves into that group, which reads the
+// broadcast's operand through a view: it is never written out. (An optimizer's bias
+// corrections, scalars broadcast to a parameter's shape, would otherwise be stored by
+// one kernel and streamed back by the next.) Only the pair's edge changes: the reader
+// now takes the operand, which the producer computes before it, from the same producer.
+void move_broadcasts(const Graph& g, std::vector<FusionGroup>& groups) {
+  const auto n = std::size_t(g.size());
+  std::vector<int> group_of(n, -1);
+  for (std::size_t k = 0; k < groups.size(); ++k)
+    for (ValueId v : groups[k].nodes) group_of[std::size_t(v)] = int(k);
+  std::vector<std::vector<ValueId>> users(n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (ValueId in : g.nodes()[i].inputs) users[std::size_t(in)].push_back(ValueId(i));
+  std::vector<bool> returned(n, false);
+  for (ValueId o : g.outputs()) returned[std::size_t(o)] = true;
+  auto erase = [](std::vector<ValueId>& list, ValueId v) {
+    list.erase(std::remove(list.begin(), list.end(), v), list.end());
+  };
+  auto has = [](const std::vector<ValueId>& list, ValueId v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
+  for (std::size_t p = 0; p < groups.size(); ++p) {
+    const std::vector<ValueId> outs = groups[p].outputs;
+    for (ValueId b : outs) {
+      const Node& nd = g.nodes()[std::size_t(b)];
+      if (nd.op != Op::broadcast || returned[std::size_t(b)] || users[std::size_t(b)].empty())
+        continue;
+      int c = -1;
+      bool ok = true;
+      for (ValueId u : users[std::size_t(b)]) {
+        int gu = group_of[std::size_t(u)];
+        if (gu < 0 || gu == int(p) || (c >= 0 && gu != c)) ok = false;
+        c = gu;
+      }
+      if (!ok) continue;
+      FusionGroup& from = groups[p];
+      FusionGroup& to = groups[std::size_t(c)];
+      const ValueId x = nd.inputs[0];
+      erase(from.nodes, b);
+      erase(from.outputs, b);
+      if (group_of[std::size_t(x)] == int(p)) {
+        if (!has(from.outputs, x)) from.outputs.push_back(x);
+      } else {
+        bool read = false;
+        for (ValueId v : from.nodes) read = read || has(g.nodes()[std::size_t(v)].inputs, x);
+        if (!read) erase(from.inputs, x);
+      }
+      to.nodes.insert(std::lower_bound(to.nodes.begin(), to.nodes.end(), b), b);
+      group_of[std::size_t(b)] = c;
+      if (has(to.inputs, x))
+        erase(to.inputs, b);
+      else
+        std::replace(to.inputs.begin(), to.inputs.end(), b, x);
+    }
+  }
+}
+
 }  // namespace
 
 void lower_fused(Lowering& lowering) {
@@ -388,8 +467,10 @@ void lower_fused(Lowering& lowering) {
     for (ValueId in : nd.inputs) ok = ok && g.type(in).shape.rank() <= kMaxViewRank;
     eligible[std::size_t(i)] = ok;
   }
-  for (const FusionGroup& group : fusion_groups(g, eligible))
-    lowering.add(std::make_unique<FusedKernel>(g, group));
+  std::vector<FusionGroup> groups = fusion_groups(g, eligible);
+  move_broadcasts(g, groups);
+  for (const FusionGroup& group : groups)
+    if (!group.nodes.empty()) lowering.add(std::make_unique<FusedKernel>(g, group));
 }
 
 }  // namespace glia::detail::cpu

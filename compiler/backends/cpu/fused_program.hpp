@@ -61,6 +61,12 @@ struct Instr {
   View view;    // load; reduce: the map from the input's flat index to the output's
   std::int64_t iota_stride = 1, iota_dim = 1;
   int reduction = -1;  // reduce: index into Sweep::reductions
+  // load: a scalar (all strides 0) is filled into its own buffer once per run, not per
+  // tile; an identity load whose storage type is its compute type is not copied, its
+  // operand reads go straight to memory (`direct`: no store of the sweep can overwrite
+  // that memory before a store reads it).
+  int scalar = -1;
+  bool direct = false;
 };
 
 struct Reduction {
@@ -74,14 +80,16 @@ struct Sweep {
   std::int64_t numel = 0;  // the iteration domain's size
   std::vector<Instr> code;
   int registers = 0;
+  int scalars = 0;  // scalar buffers after the registers
   std::vector<Reduction> reductions;
   std::vector<std::string> ops;  // the ops it computes, for describe()
 };
 
-// The places bound for one run.
+// The places bound for one run (arrays owned by the caller, which fills them without
+// allocating).
 struct Bindings {
-  std::vector<const std::byte*> inputs;
-  std::vector<std::byte*> outputs;
+  const std::byte* const* inputs = nullptr;
+  std::byte* const* outputs = nullptr;
   std::byte* scratch = nullptr;
 };
 
