@@ -3,6 +3,7 @@
 #include "backends/cpu/onednn_matmul.hpp"
 
 #include "backends/cpu/onednn_epilogue.hpp"
+#include "backends/cpu/small_matmul.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -195,20 +196,30 @@ class MatmulKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_matmul_kernel(Lowering& l, ValueId id) {
   const Node& node = l.node(id);
-  auto step = MatmulStep::create(l.graph(), node, l.engine());
-  if (!step) return nullptr;
+  if (node.op != Op::dot_general || node.type.dtype != DType::f32) return nullptr;
+  auto shape = matmul_shape(std::get<DotAttrs>(node.attrs), l.graph().type(node.inputs[0]).shape,
+                            l.graph().type(node.inputs[1]).shape);
+  if (!shape) return nullptr;
   // Epilogues where the graph's axes are the product's [batch..., M, N] one for one.
-  const MatmulShape& s = step->shape();
+  const MatmulShape& s = *shape;
   std::vector<std::int64_t> dst_dims(s.batch.begin(), s.batch.end());
   dst_dims.insert(dst_dims.end(), {s.m, s.n});
+  Epilogue e;
+  e.result = id;
   if (node.type.shape.dims() == dst_dims) {
     std::vector<int> dst_dim(dst_dims.size());
     for (std::size_t i = 0; i < dst_dim.size(); ++i) dst_dim[i] = int(i);
-    Epilogue e = find_epilogue(l, id, dst_dim, dst_dims);
-    if (!e.covered.empty())
-      if (auto fused = MatmulStep::create(l.graph(), node, l.engine(), e.ops))
-        return std::make_unique<MatmulKernel>(std::move(*fused), node, id, std::move(e));
+    e = find_epilogue(l, id, dst_dim, dst_dims);
   }
+  if (is_small_matmul(s)) {
+    Epilogue copy = e;
+    if (auto k = make_small_matmul_kernel(node, id, s, std::move(copy))) return k;
+  }
+  if (!e.covered.empty())
+    if (auto fused = MatmulStep::create(l.graph(), node, l.engine(), e.ops))
+      return std::make_unique<MatmulKernel>(std::move(*fused), node, id, std::move(e));
+  auto step = MatmulStep::create(l.graph(), node, l.engine());
+  if (!step) return nullptr;
   Epilogue none;
   none.result = id;
   return std::make_unique<MatmulKernel>(std::move(*step), node, id, std::move(none));
