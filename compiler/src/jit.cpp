@@ -99,10 +99,12 @@ struct KeyHash {
   }
 };
 
+// The C++ type key (a long mangled name) is left out of the hash: compared exactly on a
+// match, it only tells apart types that flatten alike, and hashing it would cost more
+// than a tiny model's run.
 template <class Types>
-std::uint64_t key_hash(const char* type_key, const std::string& structure, const Types& types) {
+std::uint64_t key_hash(const std::string& structure, const Types& types) {
   KeyHash k;
-  k.bytes(type_key, std::strlen(type_key));
   k.bytes(structure.data(), structure.size());
   for (const auto& t : types) {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t)>, Tensor>)
@@ -120,12 +122,13 @@ std::shared_ptr<const CompiledEntry> JitCache::find(const char* type_key,
                                                     std::span<const Tensor> leaves, bool count) {
   for (const Tensor& t : leaves)
     if (!t.defined()) return nullptr;  // insert() names the undefined leaf
-  std::uint64_t h = key_hash(type_key, structure, leaves);
+  std::uint64_t h = key_hash(structure, leaves);
   std::lock_guard lock(mutex_);
   auto [first, last] = entries_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     const Stored& s = it->second;
-    if (s.structure != structure || s.types.size() != leaves.size() || s.type_key != type_key)
+    if (s.structure != structure || s.types.size() != leaves.size() ||
+        (s.type_key_ptr != type_key && s.type_key != type_key))
       continue;
     bool same = true;
     for (std::size_t i = 0; same && i < leaves.size(); ++i) same = s.types[i] == leaves[i].type();
@@ -142,7 +145,7 @@ std::shared_ptr<const CompiledEntry> JitCache::insert(const char* type_key,
                                                       const TraceBody& body, bool count) {
   // Traced without the lock, so the function may call other jitted functions.
   auto entry = trace_and_compile(options_, structure, types, body);
-  std::uint64_t h = key_hash(type_key, structure, types);
+  std::uint64_t h = key_hash(structure, types);
   std::lock_guard lock(mutex_);
   if (count) ++stats_.misses;
   auto [first, last] = entries_.equal_range(h);
@@ -150,7 +153,8 @@ std::shared_ptr<const CompiledEntry> JitCache::insert(const char* type_key,
     if (it->second.structure == structure && it->second.type_key == type_key &&
         std::equal(it->second.types.begin(), it->second.types.end(), types.begin(), types.end()))
       return it->second.entry;
-  Stored stored{type_key, structure, std::vector<TensorType>(types.begin(), types.end()), entry};
+  Stored stored{type_key, type_key, structure, std::vector<TensorType>(types.begin(), types.end()),
+                entry};
   entries_.emplace(h, std::move(stored));
   return entry;
 }

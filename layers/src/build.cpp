@@ -217,6 +217,7 @@ namespace {
 using InitCall = std::function<std::tuple<ParamMap, ParamMap>(const Tensor& key)>;
 using PredictCall =
     std::function<Tensor(const ParamMap&, const ParamMap&, const std::map<std::string, Tensor>&)>;
+using SingleCall = std::function<Tensor(const ParamMap&, const ParamMap&, const Tensor&)>;
 using TrainCall = std::function<std::tuple<Tensor, ParamMap>(
     const ParamMap&, const ParamMap&, const std::map<std::string, Tensor>&, const Tensor&)>;
 
@@ -233,17 +234,34 @@ struct InitFn::Impl {
   bool has_params = false;  // any parameter or state to draw
   std::mutex mutex;
   std::map<std::string, InitCall> compiled;  // by input types
+  InitCall default_call;                     // compiled[default input types], once it is made
 };
 
 struct PredictFn::Impl {
   Model model;
   std::string single_input;  // the input's name when the model has exactly one
   PredictCall inference;
+  // The same forward pass taking the single input as a tensor: no map to build per call.
+  SingleCall inference_single;
   TrainCall train;
 };
 
 ModelState InitFn::operator()(std::uint64_t seed) const {
-  return (*this)(default_input_types(impl_->model), seed);
+  InitCall call;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    call = impl_->default_call;
+  }
+  if (!call) {
+    // The first call compiles (or finds) the default input types' function; later calls
+    // skip building their key.
+    ModelState s = (*this)(default_input_types(impl_->model), seed);
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->default_call = impl_->compiled[types_key(default_input_types(impl_->model))];
+    return s;
+  }
+  auto [params, state] = call(random::key(seed));
+  return {std::move(params), std::move(state)};
 }
 
 ModelState InitFn::operator()(const InputTypes& inputs, std::uint64_t seed) const {
@@ -280,7 +298,9 @@ std::map<std::string, Tensor> single(const PredictFn::Impl& impl, const Tensor& 
 }  // namespace
 
 Tensor PredictFn::operator()(const ModelState& s, const Tensor& input) const {
-  return (*this)(s, single(*impl_, input));
+  check(!impl_->single_input.empty(),
+        "predict: the model has several inputs; pass a map of input name -> tensor");
+  return impl_->inference_single(s.params, s.state, input);
 }
 Tensor PredictFn::operator()(const ModelState& s,
                              const std::map<std::string, Tensor>& inputs) const {
@@ -314,6 +334,13 @@ BuiltModel build(const Model& model, const BuildOptions& options) {
         return apply(model, p, s, x, Mode::inference).output;
       },
       JitOptions{.backend = options.backend, .name = "predict"});
+  if (input_names.size() == 1)
+    impl->inference_single = jit(
+        [model, name = input_names[0]](const ExprParamMap& p, const ExprParamMap& s,
+                                       const Expr& x) {
+          return apply(model, p, s, {{name, x}}, Mode::inference).output;
+        },
+        JitOptions{.backend = options.backend, .name = "predict"});
   impl->train = jit(
       [model](const ExprParamMap& p, const ExprParamMap& s, const std::map<std::string, Expr>& x,
               const Expr& key) {

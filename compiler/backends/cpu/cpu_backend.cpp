@@ -116,6 +116,7 @@ struct Workspace {
   std::vector<Tensor> values;
   std::vector<Tensor> output_buffers;      // two per output slot
   std::vector<unsigned char> output_turn;  // which of the two to replace next
+  std::vector<unsigned char> donated;      // by input: this run may write over it
   dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
 
@@ -158,14 +159,13 @@ class CpuExecutable final : public Executable {
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) const override {
     check_inputs(inputs);
-    std::vector<Tensor> bound(inputs.begin(), inputs.end());
-    return execute(bound, false);
+    return execute(inputs, nullptr);
   }
 
   std::vector<Tensor> run_donated(std::vector<Tensor>&& inputs) const override {
     check_inputs(inputs);
     std::vector<Tensor> bound = std::move(inputs);
-    return execute(bound, true);
+    return execute(bound, &bound);
   }
 
   const MemoryPlan& memory_plan() const override { return plan_; }
@@ -174,7 +174,9 @@ class CpuExecutable final : public Executable {
 
  private:
   void plan();
-  std::vector<Tensor> execute(std::vector<Tensor>& inputs, bool donate) const;
+  // Binds `inputs` (moved from `donated`'s tensors when it is given: the donating run)
+  // and runs the kernels.
+  std::vector<Tensor> execute(std::span<const Tensor> inputs, std::vector<Tensor>* donated) const;
   std::unique_ptr<Workspace> make_workspace() const;
   static Tensor output_buffer(Workspace& ws, int slot, const TensorType& type);
 
@@ -184,8 +186,10 @@ class CpuExecutable final : public Executable {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const TensorType& want = graph_.type(graph_.parameters()[i]);
       check(inputs[i].defined(), "run: graph '", graph_.name(), "' input ", i, " is undefined");
-      check(inputs[i].type() == want, "run: graph '", graph_.name(), "' input ", i, " expected ",
-            want.to_string(), ", got ", inputs[i].type().to_string());
+      // The message's text only on a mismatch: building it costs more than a tiny run.
+      if (!(inputs[i].type() == want))
+        throw Error(cat("run: graph '", graph_.name(), "' input ", i, " expected ",
+                        want.to_string(), ", got ", inputs[i].type().to_string()));
     }
   }
 
@@ -315,7 +319,8 @@ Tensor CpuExecutable::output_buffer(Workspace& ws, int slot, const TensorType& t
   return replaced;
 }
 
-std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool donate) const {
+std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
+                                           std::vector<Tensor>* donor_inputs) const {
   std::unique_ptr<Workspace> ws;
   {
     std::lock_guard lock(pool_mutex_);
@@ -326,10 +331,16 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
   }
   if (!ws) ws = make_workspace();
   std::vector<Tensor>& values = ws->values;
-  std::vector<bool> donated(inputs.size(), false);
+  std::vector<unsigned char>& donated = ws->donated;
+  donated.assign(inputs.size(), 0);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    donated[i] = donate && inputs[i].unique_storage();
-    values[static_cast<std::size_t>(graph_.parameters()[i])] = std::move(inputs[i]);
+    Tensor& slot = values[static_cast<std::size_t>(graph_.parameters()[i])];
+    if (donor_inputs) {
+      donated[i] = (*donor_inputs)[i].unique_storage();
+      slot = std::move((*donor_inputs)[i]);
+    } else {
+      slot = inputs[i];
+    }
   }
   for (const auto& [id, t] : constants_) values[static_cast<std::size_t>(id)] = t;
 
