@@ -4,7 +4,8 @@
 #include "glia/compiler/compile.hpp"
 #include "glia/compiler/registry.hpp"
 
-#include <cstring>
+#include <functional>
+#include <string_view>
 
 namespace glia::detail {
 
@@ -83,29 +84,29 @@ JitCache::JitCache(JitOptions options) : options_(std::move(options)) {
 
 namespace {
 
-// FNV-1a over the key's parts; equal keys hash equal, and find() compares them exactly.
+// A word-at-a-time mix of the key's parts; equal keys hash equal, and find() compares
+// them exactly. (Byte-wise hashing of the dims cost more than a tiny model's run.)
 struct KeyHash {
   std::uint64_t h = 1469598103934665603ull;
-  void bytes(const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  void word(std::uint64_t w) {
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+  }
+  void text(const std::string& s) {
+    word(std::hash<std::string_view>{}(s));
+    word(s.size());
   }
   void type(const TensorType& t) {
-    auto d = static_cast<int>(t.dtype);
-    bytes(&d, sizeof d);
-    for (std::int64_t dim : t.shape.dims()) bytes(&dim, sizeof dim);
-    std::int64_t end = -1;  // separates f32[2][3] from f32[2] followed by f32[3]
-    bytes(&end, sizeof end);
+    word(static_cast<std::uint64_t>(t.dtype));
+    for (std::int64_t dim : t.shape.dims()) word(static_cast<std::uint64_t>(dim));
+    word(~std::uint64_t{0});  // separates f32[2][3] from f32[2] followed by f32[3]
   }
 };
 
-// The C++ type key (a long mangled name) is left out of the hash: compared exactly on a
-// match, it only tells apart types that flatten alike, and hashing it would cost more
-// than a tiny model's run.
 template <class Types>
 std::uint64_t key_hash(const std::string& structure, const Types& types) {
   KeyHash k;
-  k.bytes(structure.data(), structure.size());
+  k.text(structure);
   for (const auto& t : types) {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t)>, Tensor>)
       k.type(t.type());

@@ -12,7 +12,11 @@ namespace glia::detail::cpu {
 
 namespace {
 
-// out[j] = sum_k a[k * ak] * w[k * wk + j * wn], for j < n.
+// out[j] = sum_k a[k * ak] * w[k * wk + j * wn], for j < n. An AVX2 clone where the CPU
+// has it (mul and add, no FMA: every ISA rounds alike).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void product_row(const float* a, std::int64_t ak, const float* w, std::int64_t wk, std::int64_t wn,
                  std::int64_t k, std::int64_t n, float* __restrict out) {
   if (wn == 1) {
