@@ -114,6 +114,10 @@ struct Workspace {
   std::vector<Tensor> arena_values;  // by value id (undefined where not in the arena)
   Tensor scratchpad;
   std::vector<Tensor> values;
+  // By value id: a tensor of the value's type over arena bytes, bound where a run leaves
+  // an input or a kernel's own output, so the run drops its reference while the slot
+  // keeps its shape's buffer (binding the next run's tensor then allocates nothing).
+  std::vector<Tensor> idle;
   std::vector<Tensor> output_buffers;      // two per output slot
   std::vector<unsigned char> output_turn;  // which of the two to replace next
   std::vector<unsigned char> donated;      // by input: this run may write over it
@@ -199,6 +203,7 @@ class CpuExecutable final : public Executable {
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<Placement> placement_;                 // by value id
   std::vector<std::vector<ValueId>> release_after_;  // by kernel position
+  std::vector<ValueId> transient_;  // values bound per run: inputs and non-arena outputs
   std::vector<std::pair<ValueId, Tensor>> constants_;
   int output_slots_ = 0;
   std::size_t scratchpad_bytes_ = 0;
@@ -269,10 +274,15 @@ void CpuExecutable::plan() {
     }
     for (ValueId in : kernel.inputs) {
       auto i = static_cast<std::size_t>(in);
-      if (last_read[i] == std::int64_t(k) && !is_output[i] && produced_at[i] >= 0)
+      if (last_read[i] == std::int64_t(k) && !is_output[i] && produced_at[i] >= 0 &&
+          placement_[i].kind != Placement::arena)  // arena values stay bound
         release_after_[k].push_back(in);
     }
   }
+  transient_.assign(graph_.parameters().begin(), graph_.parameters().end());
+  for (std::size_t i = 0; i < n; ++i)
+    if (placement_[i].kind != Placement::none && placement_[i].kind != Placement::arena)
+      transient_.push_back(static_cast<ValueId>(i));
   ArenaLayout layout = pack_arena(lifetimes);
   plan_.offsets.assign(n, -1);
   plan_.last_use = last_read;
@@ -300,7 +310,17 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
     }
   if (scratchpad_bytes_ > 0)
     ws->scratchpad = Tensor::uninitialized(DType::u8, Shape{std::int64_t(scratchpad_bytes_)});
+  // Arena values and constants stay bound from run to run; the rest idle between runs.
   ws->values.resize(n);
+  ws->idle.resize(n);
+  for (std::size_t i = 0; i < n; ++i) ws->values[i] = ws->arena_values[i];
+  for (ValueId id : transient_) {
+    const TensorType& t = graph_.nodes()[static_cast<std::size_t>(id)].type;
+    ws->idle[static_cast<std::size_t>(id)] =
+        Tensor::wrap(t.dtype, t.shape, std::shared_ptr<std::byte>(ws->arena, base));
+    ws->values[static_cast<std::size_t>(id)] = ws->idle[static_cast<std::size_t>(id)];
+  }
+  for (const auto& [id, t] : constants_) ws->values[static_cast<std::size_t>(id)] = t;
   ws->stream = dnnl::stream(engine_);
   ws->output_buffers.resize(static_cast<std::size_t>(output_slots_) * 2);
   ws->output_turn.resize(static_cast<std::size_t>(output_slots_), 0);
@@ -342,8 +362,6 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
       slot = inputs[i];
     }
   }
-  for (const auto& [id, t] : constants_) values[static_cast<std::size_t>(id)] = t;
-
   ThreadScope scope(threads_);
   cpu::FlushDenormals flush;
   cpu::RunContext ctx{values, ws->stream,
@@ -372,10 +390,12 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
       } else {
         kernel.run(ctx);
       }
-      for (ValueId v : release_after_[k]) values[static_cast<std::size_t>(v)] = Tensor();
+      for (ValueId v : release_after_[k])
+        values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
     }
   } catch (...) {
-    for (Tensor& v : values) v = Tensor();
+    for (ValueId v : transient_)
+      values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
     std::lock_guard lock(pool_mutex_);
     pool_.push_back(std::move(ws));
     throw;
@@ -383,7 +403,8 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
   std::vector<Tensor> outputs;
   outputs.reserve(graph_.outputs().size());
   for (ValueId out : graph_.outputs()) outputs.push_back(values[static_cast<std::size_t>(out)]);
-  for (Tensor& v : values) v = Tensor();
+  for (ValueId v : transient_)
+    values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
   std::lock_guard lock(pool_mutex_);
   pool_.push_back(std::move(ws));
   return outputs;
