@@ -118,9 +118,10 @@ struct Workspace {
   // an input or a kernel's own output, so the run drops its reference while the slot
   // keeps its shape's buffer (binding the next run's tensor then allocates nothing).
   std::vector<Tensor> idle;
-  std::vector<Tensor> output_buffers;      // two per output slot
-  std::vector<unsigned char> output_turn;  // which of the two to replace next
-  std::vector<unsigned char> donated;      // by input: this run may write over it
+  std::vector<Tensor> output_buffers;                     // two per output slot
+  std::vector<unsigned char> output_turn;                 // which of the two to replace next
+  std::vector<unsigned char> donated;                     // by input: this run may write over it
+  std::vector<std::unique_ptr<cpu::KernelState>> states;  // by kernel position
   dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
 
@@ -322,6 +323,8 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
   }
   for (const auto& [id, t] : constants_) ws->values[static_cast<std::size_t>(id)] = t;
   ws->stream = dnnl::stream(engine_);
+  ws->states.reserve(kernels_.size());
+  for (const auto& k : kernels_) ws->states.push_back(k->make_state());
   ws->output_buffers.resize(static_cast<std::size_t>(output_slots_) * 2);
   ws->output_turn.resize(static_cast<std::size_t>(output_slots_), 0);
   return ws;
@@ -381,6 +384,7 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
             values[o] = output_buffer(*ws, p.output_slot, graph_.nodes()[o].type);
           }
         }
+      ctx.state = ws->states[k].get();
       if (profile_) {
         auto t0 = std::chrono::steady_clock::now();
         kernel.run(ctx);
