@@ -14,12 +14,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-int count_text(const std::string& text, const std::string& part) {
-  int n = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
-  return n;
-}
-
 std::vector<Tensor> seeded_inputs(const Graph& g, unsigned seed = 1) {
   std::vector<Tensor> inputs;
   for (ValueId p : g.parameters())

@@ -15,11 +15,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-int count_text(const std::string& text, const std::string& part) {
-  int n = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
-  return n;
-}
 // Matmul kernels: oneDNN's, or glia's small one for tiny products.
 int matmul_steps(const Executable& exe) {
   return count_text(exe.describe(), "= onednn matmul") +

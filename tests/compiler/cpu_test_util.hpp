@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/test_util.hpp"
@@ -21,6 +22,13 @@ inline bool cpu_backend_built() {
 
 #define GLIA_REQUIRE_CPU_BACKEND() \
   if (!::glia::testing::cpu_backend_built()) GTEST_SKIP() << "glia was built without oneDNN"
+
+// How many times `part` occurs in `text` (kernels of a kind in a describe() dump).
+inline int count_text(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
 
 // Uniform values in [lo, hi) of `dtype` (integers and bool: rounded / thresholded).
 inline Tensor seeded(const Shape& shape, DType dtype, double lo, double hi, unsigned seed) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 
+#include "builtin_layer_types.hpp"
 #include "layers/serialize_util.hpp"
 
 namespace glia {
@@ -199,45 +200,7 @@ INSTANTIATE_TEST_SUITE_P(Layers, SerializeRoundTrip, ::testing::ValuesIn(all_cas
 
 // Every layer type declared in layers/include/glia/layers/*.hpp, written out by hand.
 TEST(SerializeCoverage, TheTableHasEveryBuiltInLayerType) {
-  std::set<std::string> expected = {"input",
-                                    "dense",
-                                    "bilinear",
-                                    "embedding",
-                                    "bias",
-                                    "conv",
-                                    "conv_transpose",
-                                    "depthwise_conv",
-                                    "separable_conv2d",
-                                    "separable_conv3d",
-                                    "dropout",
-                                    "alpha_dropout",
-                                    "feature_alpha_dropout",
-                                    "spatial_dropout",
-                                    "max_pool",
-                                    "avg_pool",
-                                    "lp_pool",
-                                    "adaptive_avg_pool",
-                                    "adaptive_max_pool",
-                                    "adaptive_lp_pool",
-                                    "global_avg_pool",
-                                    "global_max_pool",
-                                    "global_lp_pool",
-                                    "batch_norm",
-                                    "instance_norm",
-                                    "layer_norm",
-                                    "group_norm",
-                                    "rms_norm",
-                                    "flatten",
-                                    "reshape",
-                                    "transpose",
-                                    "pad",
-                                    "resize",
-                                    "concatenate",
-                                    "add",
-                                    "subtract",
-                                    "multiply",
-                                    "split",
-                                    "constant"};
+  std::set<std::string> expected = glia::testing::builtin_layer_types();
   for (const std::string& name : activations::names()) expected.insert(name);
   EXPECT_EQ(expected.size(), 39u + 22u);
   std::set<std::string> seen;
