@@ -183,7 +183,7 @@ class CpuExecutable final : public Executable {
   // and runs the kernels.
   std::vector<Tensor> execute(std::span<const Tensor> inputs, std::vector<Tensor>* donated) const;
   std::unique_ptr<Workspace> make_workspace() const;
-  static Tensor output_buffer(Workspace& ws, int slot, const TensorType& type);
+  static const Tensor& output_buffer(Workspace& ws, int slot, const TensorType& type);
 
   void check_inputs(std::span<const Tensor> inputs) const {
     check(inputs.size() == graph_.parameters().size(), "run: graph '", graph_.name(), "' takes ",
@@ -333,7 +333,8 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
 // Two buffers per output that no input can take in place, used in turn: when a training
 // step's state comes back as the next step's donated input, the buffer the step before
 // wrote is free again, so a step allocates nothing once warm.
-Tensor CpuExecutable::output_buffer(Workspace& ws, int slot, const TensorType& type) {
+// Returned by reference: copying it into the value table reuses the slot's shape buffer.
+const Tensor& CpuExecutable::output_buffer(Workspace& ws, int slot, const TensorType& type) {
   Tensor* pair = &ws.output_buffers[static_cast<std::size_t>(slot) * 2];
   for (int j = 0; j < 2; ++j)
     if (pair[j].unique_storage()) return pair[j];
