@@ -6,6 +6,7 @@
 
 #include "glia/autograd/grad.hpp"
 #include "glia/compiler/jit.hpp"
+#include "predict_shortcut.hpp"
 
 namespace glia {
 
@@ -224,40 +225,6 @@ using TrainCall = std::function<std::tuple<Tensor, ParamMap>(
 using SingleEntry = std::function<std::shared_ptr<const CompiledEntry>(
     const ParamMap&, const ParamMap&, const Tensor&)>;
 
-// The names of a parameter map, layer by layer, to tell a later call's maps apart.
-using MapKeys = std::vector<std::pair<std::string, std::vector<std::string>>>;
-
-MapKeys map_keys(const ParamMap& m) {
-  MapKeys keys;
-  for (const auto& [layer, inner] : m) {
-    keys.emplace_back(layer, std::vector<std::string>{});
-    for (const auto& [name, t] : inner) keys.back().second.push_back(name);
-  }
-  return keys;
-}
-
-bool same_keys(const ParamMap& m, const MapKeys& keys) {
-  if (m.size() != keys.size()) return false;
-  auto k = keys.begin();
-  for (const auto& [layer, inner] : m) {
-    if (layer != k->first || inner.size() != k->second.size()) return false;
-    auto name = k->second.begin();
-    for (const auto& [key, t] : inner)
-      if (key != *name++) return false;
-    ++k;
-  }
-  return true;
-}
-
-// The single-input predict's last signature: a call with the same parameter and state
-// names and leaf types runs its executable directly, without jit building the
-// arguments' structure text (which costs more than a tiny model's forward pass).
-struct PredictShortcut {
-  std::shared_ptr<const CompiledEntry> entry;
-  MapKeys params, state;
-  std::vector<TensorType> types;  // of the leaves: params, state, then the input
-};
-
 std::string types_key(const InputTypes& types) {
   std::string s;
   for (const auto& [name, t] : types) s += name + ":" + t.to_string() + ";";
@@ -282,7 +249,7 @@ struct PredictFn::Impl {
   SingleCall inference_single;
   SingleEntry single_entry;  // inference_single's compiled entry for these arguments
   std::mutex mutex;
-  std::shared_ptr<const PredictShortcut> shortcut;
+  std::shared_ptr<const detail::PredictShortcut> shortcut;
   TrainCall train;
 };
 
@@ -340,13 +307,13 @@ std::map<std::string, Tensor> single(const PredictFn::Impl& impl, const Tensor& 
 Tensor PredictFn::operator()(const ModelState& s, const Tensor& input) const {
   check(!impl_->single_input.empty(),
         "predict: the model has several inputs; pass a map of input name -> tensor");
-  std::shared_ptr<const PredictShortcut> shortcut;
+  std::shared_ptr<const detail::PredictShortcut> shortcut;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     shortcut = impl_->shortcut;
   }
-  if (shortcut && input.defined() && same_keys(s.params, shortcut->params) &&
-      same_keys(s.state, shortcut->state)) {
+  if (shortcut && input.defined() && detail::same_keys(s.params, shortcut->params) &&
+      detail::same_keys(s.state, shortcut->state)) {
     std::vector<Tensor> leaves;
     leaves.reserve(shortcut->types.size());
     TreeTraits<ParamMap>::flatten(s.params, leaves);
@@ -358,10 +325,10 @@ Tensor PredictFn::operator()(const ModelState& s, const Tensor& input) const {
     if (same) return shortcut->entry->executable->run(leaves)[0];
   }
   Tensor out = impl_->inference_single(s.params, s.state, input);
-  auto next = std::make_shared<PredictShortcut>();
+  auto next = std::make_shared<detail::PredictShortcut>();
   next->entry = impl_->single_entry(s.params, s.state, input);
-  next->params = map_keys(s.params);
-  next->state = map_keys(s.state);
+  next->params = detail::map_keys(s.params);
+  next->state = detail::map_keys(s.state);
   for (const auto& [layer, inner] : s.params)
     for (const auto& [name, t] : inner) next->types.push_back(t.type());
   for (const auto& [layer, inner] : s.state)
