@@ -4,7 +4,8 @@
 #include "glia/compiler/compile.hpp"
 #include "glia/compiler/registry.hpp"
 
-#include <cstring>
+#include <functional>
+#include <string_view>
 
 namespace glia::detail {
 
@@ -83,27 +84,29 @@ JitCache::JitCache(JitOptions options) : options_(std::move(options)) {
 
 namespace {
 
-// FNV-1a over the key's parts; equal keys hash equal, and find() compares them exactly.
+// A word-at-a-time mix of the key's parts; equal keys hash equal, and find() compares
+// them exactly. (Byte-wise hashing of the dims cost more than a tiny model's run.)
 struct KeyHash {
   std::uint64_t h = 1469598103934665603ull;
-  void bytes(const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  void word(std::uint64_t w) {
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+  }
+  void text(const std::string& s) {
+    word(std::hash<std::string_view>{}(s));
+    word(s.size());
   }
   void type(const TensorType& t) {
-    auto d = static_cast<int>(t.dtype);
-    bytes(&d, sizeof d);
-    for (std::int64_t dim : t.shape.dims()) bytes(&dim, sizeof dim);
-    std::int64_t end = -1;  // separates f32[2][3] from f32[2] followed by f32[3]
-    bytes(&end, sizeof end);
+    word(static_cast<std::uint64_t>(t.dtype));
+    for (std::int64_t dim : t.shape.dims()) word(static_cast<std::uint64_t>(dim));
+    word(~std::uint64_t{0});  // separates f32[2][3] from f32[2] followed by f32[3]
   }
 };
 
 template <class Types>
-std::uint64_t key_hash(const char* type_key, const std::string& structure, const Types& types) {
+std::uint64_t key_hash(const std::string& structure, const Types& types) {
   KeyHash k;
-  k.bytes(type_key, std::strlen(type_key));
-  k.bytes(structure.data(), structure.size());
+  k.text(structure);
   for (const auto& t : types) {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t)>, Tensor>)
       k.type(t.type());
@@ -120,12 +123,13 @@ std::shared_ptr<const CompiledEntry> JitCache::find(const char* type_key,
                                                     std::span<const Tensor> leaves, bool count) {
   for (const Tensor& t : leaves)
     if (!t.defined()) return nullptr;  // insert() names the undefined leaf
-  std::uint64_t h = key_hash(type_key, structure, leaves);
+  std::uint64_t h = key_hash(structure, leaves);
   std::lock_guard lock(mutex_);
   auto [first, last] = entries_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     const Stored& s = it->second;
-    if (s.structure != structure || s.types.size() != leaves.size() || s.type_key != type_key)
+    if (s.structure != structure || s.types.size() != leaves.size() ||
+        (s.type_key_ptr != type_key && s.type_key != type_key))
       continue;
     bool same = true;
     for (std::size_t i = 0; same && i < leaves.size(); ++i) same = s.types[i] == leaves[i].type();
@@ -142,7 +146,7 @@ std::shared_ptr<const CompiledEntry> JitCache::insert(const char* type_key,
                                                       const TraceBody& body, bool count) {
   // Traced without the lock, so the function may call other jitted functions.
   auto entry = trace_and_compile(options_, structure, types, body);
-  std::uint64_t h = key_hash(type_key, structure, types);
+  std::uint64_t h = key_hash(structure, types);
   std::lock_guard lock(mutex_);
   if (count) ++stats_.misses;
   auto [first, last] = entries_.equal_range(h);
@@ -150,7 +154,8 @@ std::shared_ptr<const CompiledEntry> JitCache::insert(const char* type_key,
     if (it->second.structure == structure && it->second.type_key == type_key &&
         std::equal(it->second.types.begin(), it->second.types.end(), types.begin(), types.end()))
       return it->second.entry;
-  Stored stored{type_key, structure, std::vector<TensorType>(types.begin(), types.end()), entry};
+  Stored stored{type_key, type_key, structure, std::vector<TensorType>(types.begin(), types.end()),
+                entry};
   entries_.emplace(h, std::move(stored));
   return entry;
 }

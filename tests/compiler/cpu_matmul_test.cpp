@@ -15,7 +15,11 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-int onednn_steps(const Executable& exe) { return count_text(exe.describe(), "= onednn matmul"); }
+// Matmul kernels: oneDNN's, or glia's small one for tiny products.
+int matmul_steps(const Executable& exe) {
+  return count_text(exe.describe(), "= onednn matmul") +
+         count_text(exe.describe(), "= small matmul");
+}
 
 // One dot_general of a and b (seeded f32 in [-1, 1)) with these attributes.
 Graph dot_graph(const Shape& a, const Shape& b, const Ints& ca, const Ints& cb, const Ints& ba = {},
@@ -42,7 +46,7 @@ TEST_P(CpuMatmulSizes, MatchesInterp) {
   GLIA_REQUIRE_CPU_BACKEND();
   auto [m, k, n] = GetParam();
   auto exe = check_graph(dot_graph({m, k}, {k, n}, {1}, {0}));
-  EXPECT_EQ(onednn_steps(*exe), 1);
+  EXPECT_EQ(matmul_steps(*exe), 1);
   EXPECT_THAT(exe->describe(), HasSubstr(cat("[", m, "x", k, "]·[", k, "x", n, "]")));
 }
 
@@ -60,7 +64,7 @@ TEST(CpuMatmul, TransposedOperands) {
       Shape a = lhs_t ? Shape{k, m} : Shape{m, k};
       Shape b = rhs_t ? Shape{n, k} : Shape{k, n};
       auto exe = check_graph(dot_graph(a, b, {lhs_t ? 0 : 1}, {rhs_t ? 1 : 0}));
-      EXPECT_EQ(onednn_steps(*exe), 1);
+      EXPECT_EQ(matmul_steps(*exe), 1);
     }
 }
 
@@ -68,40 +72,40 @@ TEST(CpuMatmul, Batched) {
   GLIA_REQUIRE_CPU_BACKEND();
   // Two leading batch axes.
   EXPECT_EQ(
-      onednn_steps(*check_graph(dot_graph({2, 3, 17, 5}, {2, 3, 5, 33}, {3}, {2}, {0, 1}, {0, 1}))),
+      matmul_steps(*check_graph(dot_graph({2, 3, 17, 5}, {2, 3, 5, 33}, {3}, {2}, {0, 1}, {0, 1}))),
       1);
   // Batch axes in the middle and transposed matrices: strides express them.
-  EXPECT_EQ(onednn_steps(*check_graph(dot_graph({5, 4, 3}, {4, 6, 5}, {0}, {2}, {1}, {0}))), 1);
-  EXPECT_EQ(onednn_steps(*check_graph(dot_graph({4, 5, 3}, {6, 4, 5}, {1}, {2}, {0}, {1}))), 1);
+  EXPECT_EQ(matmul_steps(*check_graph(dot_graph({5, 4, 3}, {4, 6, 5}, {0}, {2}, {1}, {0}))), 1);
+  EXPECT_EQ(matmul_steps(*check_graph(dot_graph({4, 5, 3}, {6, 4, 5}, {1}, {2}, {0}, {1}))), 1);
   // numpy matmul broadcasting its batch axes: broadcast nodes, then a batched dot.
   Graph g =
       trace([](const std::vector<Expr>& in) { return std::vector<Expr>{matmul(in[0], in[1])}; },
             {{f32, {4, 1, 3, 7}}, {f32, {5, 7, 2}}}, "matmul");
   auto exe = check_graph(g);
-  EXPECT_EQ(onednn_steps(*exe), 1);
-  EXPECT_THAT(exe->describe(), HasSubstr("onednn matmul 4 x 5 x [3x7]·[7x2]"));
+  EXPECT_EQ(matmul_steps(*exe), 1);
+  EXPECT_THAT(exe->describe(), HasSubstr("matmul 4 x 5 x [3x7]·[7x2]"));
 }
 
 TEST(CpuMatmul, FoldsFreeAndContractingAxes) {
   GLIA_REQUIRE_CPU_BACKEND();
   // lhs free axes (2, 5) fold into M = 10, rhs free axes (3, 2) into N = 6.
   auto exe = check_graph(dot_graph({2, 5, 6}, {6, 3, 2}, {2}, {0}));
-  EXPECT_THAT(exe->describe(), HasSubstr("onednn matmul [10x6]·[6x6]"));
+  EXPECT_THAT(exe->describe(), HasSubstr("matmul [10x6]·[6x6]"));
   // Two contracting axes in memory order fold into K = 6.
   exe = check_graph(dot_graph({4, 3, 2}, {3, 2, 5}, {1, 2}, {0, 1}));
-  EXPECT_THAT(exe->describe(), HasSubstr("onednn matmul [4x6]·[6x5]"));
+  EXPECT_THAT(exe->describe(), HasSubstr("matmul [4x6]·[6x5]"));
   // Vectors: M = N = 1.
   exe = check_graph(dot_graph({5}, {5}, {0}, {0}));
-  EXPECT_THAT(exe->describe(), HasSubstr("onednn matmul [1x5]·[5x1]"));
+  EXPECT_THAT(exe->describe(), HasSubstr("matmul [1x5]·[5x1]"));
   exe = check_graph(dot_graph({3, 5}, {5}, {1}, {0}));
-  EXPECT_THAT(exe->describe(), HasSubstr("onednn matmul [3x5]·[5x1]"));
+  EXPECT_THAT(exe->describe(), HasSubstr("matmul [3x5]·[5x1]"));
 }
 
 TEST(CpuMatmul, OtherCasesRunTheReferenceKernel) {
   GLIA_REQUIRE_CPU_BACKEND();
   // Contracting axes against memory order on the lhs: no single stride for K.
   auto exe = check_graph(dot_graph({4, 3, 2}, {2, 3, 5}, {2, 1}, {0, 1}));
-  EXPECT_EQ(onednn_steps(*exe), 0);
+  EXPECT_EQ(matmul_steps(*exe), 0);
   EXPECT_THAT(exe->describe(), HasSubstr("= reference dot_general"));
   // Other dtypes.
   for (DType t : {f64, i32, bf16}) {
@@ -109,11 +113,11 @@ TEST(CpuMatmul, OtherCasesRunTheReferenceKernel) {
         trace([](const std::vector<Expr>& in) { return std::vector<Expr>{dot(in[0], in[1])}; },
               {{t, {3, 4}}, {t, {4, 2}}}, "typed");
     exe = check_graph(g);
-    EXPECT_EQ(onednn_steps(*exe), 0) << dtype_name(t);
+    EXPECT_EQ(matmul_steps(*exe), 0) << dtype_name(t);
   }
   // Zero sizes: an empty result, and an empty contraction that sums to zeros.
   exe = check_graph(dot_graph({0, 3}, {3, 4}, {1}, {0}));
-  EXPECT_EQ(onednn_steps(*exe), 0);
+  EXPECT_EQ(matmul_steps(*exe), 0);
   exe = compile_graph(dot_graph({2, 0}, {0, 3}, {1}, {0}), "cpu");
   std::vector<Tensor> empty{Tensor(f32, {2, 0}), Tensor(f32, {0, 3})};
   expect_tensor(exe->run(empty)[0], f32, {2, 3}, V(6, 0.0));
@@ -146,7 +150,7 @@ TEST(CpuMatmul, MlpForwardAndBackward) {
   auto exe = expect_cpu_matches_interp(g, inputs, 1e-5, 1e-6);
   int dots = count_ops(g, Op::dot_general);
   EXPECT_GE(dots, 5);  // 2 forward; dW2, dh, dW1 backward
-  EXPECT_EQ(onednn_steps(*exe), dots);
+  EXPECT_EQ(matmul_steps(*exe), dots);
   EXPECT_THAT(exe->describe(), Not(HasSubstr("reference dot_general")));
   // The arena reuses the bytes of values that are dead: smaller than all the values the
   // kernels pass each other, laid end to end.

@@ -114,8 +114,14 @@ struct Workspace {
   std::vector<Tensor> arena_values;  // by value id (undefined where not in the arena)
   Tensor scratchpad;
   std::vector<Tensor> values;
-  std::vector<Tensor> output_buffers;      // two per output slot
-  std::vector<unsigned char> output_turn;  // which of the two to replace next
+  // By value id: a tensor of the value's type over arena bytes, bound where a run leaves
+  // an input or a kernel's own output, so the run drops its reference while the slot
+  // keeps its shape's buffer (binding the next run's tensor then allocates nothing).
+  std::vector<Tensor> idle;
+  std::vector<Tensor> output_buffers;                     // two per output slot
+  std::vector<unsigned char> output_turn;                 // which of the two to replace next
+  std::vector<unsigned char> donated;                     // by input: this run may write over it
+  std::vector<std::unique_ptr<cpu::KernelState>> states;  // by kernel position
   dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
 
@@ -158,14 +164,13 @@ class CpuExecutable final : public Executable {
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) const override {
     check_inputs(inputs);
-    std::vector<Tensor> bound(inputs.begin(), inputs.end());
-    return execute(bound, false);
+    return execute(inputs, nullptr);
   }
 
   std::vector<Tensor> run_donated(std::vector<Tensor>&& inputs) const override {
     check_inputs(inputs);
     std::vector<Tensor> bound = std::move(inputs);
-    return execute(bound, true);
+    return execute(bound, &bound);
   }
 
   const MemoryPlan& memory_plan() const override { return plan_; }
@@ -174,9 +179,11 @@ class CpuExecutable final : public Executable {
 
  private:
   void plan();
-  std::vector<Tensor> execute(std::vector<Tensor>& inputs, bool donate) const;
+  // Binds `inputs` (moved from `donated`'s tensors when it is given: the donating run)
+  // and runs the kernels.
+  std::vector<Tensor> execute(std::span<const Tensor> inputs, std::vector<Tensor>* donated) const;
   std::unique_ptr<Workspace> make_workspace() const;
-  static Tensor output_buffer(Workspace& ws, int slot, const TensorType& type);
+  static const Tensor& output_buffer(Workspace& ws, int slot, const TensorType& type);
 
   void check_inputs(std::span<const Tensor> inputs) const {
     check(inputs.size() == graph_.parameters().size(), "run: graph '", graph_.name(), "' takes ",
@@ -184,8 +191,10 @@ class CpuExecutable final : public Executable {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const TensorType& want = graph_.type(graph_.parameters()[i]);
       check(inputs[i].defined(), "run: graph '", graph_.name(), "' input ", i, " is undefined");
-      check(inputs[i].type() == want, "run: graph '", graph_.name(), "' input ", i, " expected ",
-            want.to_string(), ", got ", inputs[i].type().to_string());
+      // The message's text only on a mismatch: building it costs more than a tiny run.
+      if (!(inputs[i].type() == want))
+        throw Error(cat("run: graph '", graph_.name(), "' input ", i, " expected ",
+                        want.to_string(), ", got ", inputs[i].type().to_string()));
     }
   }
 
@@ -195,6 +204,7 @@ class CpuExecutable final : public Executable {
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<Placement> placement_;                 // by value id
   std::vector<std::vector<ValueId>> release_after_;  // by kernel position
+  std::vector<ValueId> transient_;  // values bound per run: inputs and non-arena outputs
   std::vector<std::pair<ValueId, Tensor>> constants_;
   int output_slots_ = 0;
   std::size_t scratchpad_bytes_ = 0;
@@ -265,10 +275,15 @@ void CpuExecutable::plan() {
     }
     for (ValueId in : kernel.inputs) {
       auto i = static_cast<std::size_t>(in);
-      if (last_read[i] == std::int64_t(k) && !is_output[i] && produced_at[i] >= 0)
+      if (last_read[i] == std::int64_t(k) && !is_output[i] && produced_at[i] >= 0 &&
+          placement_[i].kind != Placement::arena)  // arena values stay bound
         release_after_[k].push_back(in);
     }
   }
+  transient_.assign(graph_.parameters().begin(), graph_.parameters().end());
+  for (std::size_t i = 0; i < n; ++i)
+    if (placement_[i].kind != Placement::none && placement_[i].kind != Placement::arena)
+      transient_.push_back(static_cast<ValueId>(i));
   ArenaLayout layout = pack_arena(lifetimes);
   plan_.offsets.assign(n, -1);
   plan_.last_use = last_read;
@@ -296,8 +311,20 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
     }
   if (scratchpad_bytes_ > 0)
     ws->scratchpad = Tensor::uninitialized(DType::u8, Shape{std::int64_t(scratchpad_bytes_)});
+  // Arena values and constants stay bound from run to run; the rest idle between runs.
   ws->values.resize(n);
+  ws->idle.resize(n);
+  for (std::size_t i = 0; i < n; ++i) ws->values[i] = ws->arena_values[i];
+  for (ValueId id : transient_) {
+    const TensorType& t = graph_.nodes()[static_cast<std::size_t>(id)].type;
+    ws->idle[static_cast<std::size_t>(id)] =
+        Tensor::wrap(t.dtype, t.shape, std::shared_ptr<std::byte>(ws->arena, base));
+    ws->values[static_cast<std::size_t>(id)] = ws->idle[static_cast<std::size_t>(id)];
+  }
+  for (const auto& [id, t] : constants_) ws->values[static_cast<std::size_t>(id)] = t;
   ws->stream = dnnl::stream(engine_);
+  ws->states.reserve(kernels_.size());
+  for (const auto& k : kernels_) ws->states.push_back(k->make_state());
   ws->output_buffers.resize(static_cast<std::size_t>(output_slots_) * 2);
   ws->output_turn.resize(static_cast<std::size_t>(output_slots_), 0);
   return ws;
@@ -306,7 +333,8 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
 // Two buffers per output that no input can take in place, used in turn: when a training
 // step's state comes back as the next step's donated input, the buffer the step before
 // wrote is free again, so a step allocates nothing once warm.
-Tensor CpuExecutable::output_buffer(Workspace& ws, int slot, const TensorType& type) {
+// Returned by reference: copying it into the value table reuses the slot's shape buffer.
+const Tensor& CpuExecutable::output_buffer(Workspace& ws, int slot, const TensorType& type) {
   Tensor* pair = &ws.output_buffers[static_cast<std::size_t>(slot) * 2];
   for (int j = 0; j < 2; ++j)
     if (pair[j].unique_storage()) return pair[j];
@@ -315,7 +343,8 @@ Tensor CpuExecutable::output_buffer(Workspace& ws, int slot, const TensorType& t
   return replaced;
 }
 
-std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool donate) const {
+std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
+                                           std::vector<Tensor>* donor_inputs) const {
   std::unique_ptr<Workspace> ws;
   {
     std::lock_guard lock(pool_mutex_);
@@ -326,13 +355,17 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
   }
   if (!ws) ws = make_workspace();
   std::vector<Tensor>& values = ws->values;
-  std::vector<bool> donated(inputs.size(), false);
+  std::vector<unsigned char>& donated = ws->donated;
+  donated.assign(inputs.size(), 0);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    donated[i] = donate && inputs[i].unique_storage();
-    values[static_cast<std::size_t>(graph_.parameters()[i])] = std::move(inputs[i]);
+    Tensor& slot = values[static_cast<std::size_t>(graph_.parameters()[i])];
+    if (donor_inputs) {
+      donated[i] = (*donor_inputs)[i].unique_storage();
+      slot = std::move((*donor_inputs)[i]);
+    } else {
+      slot = inputs[i];
+    }
   }
-  for (const auto& [id, t] : constants_) values[static_cast<std::size_t>(id)] = t;
-
   ThreadScope scope(threads_);
   cpu::FlushDenormals flush;
   cpu::RunContext ctx{values, ws->stream,
@@ -352,6 +385,7 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
             values[o] = output_buffer(*ws, p.output_slot, graph_.nodes()[o].type);
           }
         }
+      ctx.state = ws->states[k].get();
       if (profile_) {
         auto t0 = std::chrono::steady_clock::now();
         kernel.run(ctx);
@@ -361,10 +395,12 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
       } else {
         kernel.run(ctx);
       }
-      for (ValueId v : release_after_[k]) values[static_cast<std::size_t>(v)] = Tensor();
+      for (ValueId v : release_after_[k])
+        values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
     }
   } catch (...) {
-    for (Tensor& v : values) v = Tensor();
+    for (ValueId v : transient_)
+      values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
     std::lock_guard lock(pool_mutex_);
     pool_.push_back(std::move(ws));
     throw;
@@ -372,7 +408,8 @@ std::vector<Tensor> CpuExecutable::execute(std::vector<Tensor>& inputs, bool don
   std::vector<Tensor> outputs;
   outputs.reserve(graph_.outputs().size());
   for (ValueId out : graph_.outputs()) outputs.push_back(values[static_cast<std::size_t>(out)]);
-  for (Tensor& v : values) v = Tensor();
+  for (ValueId v : transient_)
+    values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
   std::lock_guard lock(pool_mutex_);
   pool_.push_back(std::move(ws));
   return outputs;

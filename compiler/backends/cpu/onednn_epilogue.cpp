@@ -93,7 +93,10 @@ Epilogue find_epilogue(Lowering& l, ValueId start, const std::vector<int>& dst_d
             type.shape[int(b->dims[0])];
         dnnl::memory::desc d = f32_desc(dims, Shape(dims).strides());
         e.ops.append_binary(dnnl::algorithm::binary_add, d);
-        e.operands.push_back({operand_arg(), o.inputs[0], d});
+        std::vector<std::int64_t> at(dst_dims.size(), 0);
+        at[static_cast<std::size_t>(dst_dim[static_cast<std::size_t>(b->dims[0])])] = 1;
+        e.operands.push_back({operand_arg(), o.inputs[0], d, std::move(at)});
+        e.steps.push_back(Epilogue::Step::add);
         if (l.uses(other) == 1 && !l.claimed(other)) e.covered.push_back(other);
         note("bias");
       } else if (l.graph().type(other) == type) {
@@ -102,7 +105,8 @@ Epilogue find_epilogue(Lowering& l, ValueId start, const std::vector<int>& dst_d
           s[static_cast<std::size_t>(dst_dim[i])] = strides[i];
         dnnl::memory::desc d = f32_desc(dst_dims, s);
         e.ops.append_binary(dnnl::algorithm::binary_add, d);
-        e.operands.push_back({operand_arg(), other, d});
+        e.operands.push_back({operand_arg(), other, d, s});
+        e.steps.push_back(Epilogue::Step::add);
         note("residual");
       } else {
         break;
@@ -110,12 +114,14 @@ Epilogue find_epilogue(Lowering& l, ValueId start, const std::vector<int>& dst_d
     } else if (n.op == Op::max && other != e.result && is_zero_splat(l, other)) {
       e.ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       if (l.uses(other) == 1 && !l.claimed(other)) e.covered.push_back(other);
+      e.steps.push_back(Epilogue::Step::relu);
       note("relu");
     } else if (n.op == Op::tanh || n.op == Op::logistic) {
       bool tanh = n.op == Op::tanh;
       e.ops.append_eltwise(1.0f,
                            tanh ? dnnl::algorithm::eltwise_tanh : dnnl::algorithm::eltwise_logistic,
                            0.0f, 0.0f);
+      e.steps.push_back(tanh ? Epilogue::Step::tanh : Epilogue::Step::logistic);
       note(tanh ? "tanh" : "logistic");
     } else {
       break;

@@ -44,7 +44,14 @@ struct Epilogue {
     int arg = 0;  // DNNL_ARG_ATTR_MULTIPLE_POST_OP(k) | DNNL_ARG_SRC_1
     ValueId value = 0;
     dnnl::memory::desc desc;
+    // Where each destination dimension steps in the operand (0: broadcast along it),
+    // for kernels that apply the epilogue themselves.
+    std::vector<std::int64_t> dst_strides;
   };
+  // The steps in order, for kernels that apply them themselves; an add reads the next
+  // operand in turn.
+  enum class Step { add, relu, tanh, logistic };
+  std::vector<Step> steps;
   ValueId result = 0;            // the last value computed: what the kernel outputs
   std::vector<ValueId> covered;  // the nodes after `start` it computes
   std::vector<Operand> operands;

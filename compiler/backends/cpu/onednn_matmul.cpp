@@ -3,6 +3,7 @@
 #include "backends/cpu/onednn_matmul.hpp"
 
 #include "backends/cpu/onednn_epilogue.hpp"
+#include "backends/cpu/small_matmul.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -133,18 +134,31 @@ std::optional<MatmulStep> MatmulStep::create(const Graph& graph, const Node& nod
   return step;
 }
 
-void MatmulStep::execute(const dnnl::stream& stream, const Tensor& lhs, const Tensor& rhs,
-                         Tensor& out, void* scratchpad,
-                         std::unordered_map<int, dnnl::memory> args) const {
+MatmulStep::Bound MatmulStep::bind() const {
+  Bound b;
+  // Placeholder handles; execute() points them at each run's tensors.
+  b.src = dnnl::memory(src_, engine_, nullptr);
+  b.weights = dnnl::memory(weights_, engine_, nullptr);
+  b.dst = dnnl::memory(dst_, engine_, nullptr);
+  b.args.emplace(DNNL_ARG_SRC, b.src);
+  b.args.emplace(DNNL_ARG_WEIGHTS, b.weights);
+  b.args.emplace(DNNL_ARG_DST, b.dst);
+  if (scratchpad_bytes_ > 0) {
+    b.scratchpad = dnnl::memory(scratchpad_, engine_, nullptr);
+    b.args.emplace(DNNL_ARG_SCRATCHPAD, b.scratchpad);
+  }
+  return b;
+}
+
+void MatmulStep::execute(const dnnl::stream& stream, Bound& b, const Tensor& lhs, const Tensor& rhs,
+                         Tensor& out, void* scratchpad) const {
   // oneDNN takes non-const handles; it only reads src and weights.
-  args.emplace(DNNL_ARG_SRC, dnnl::memory(src_, engine_, const_cast<void*>(lhs.raw_data())));
-  args.emplace(DNNL_ARG_WEIGHTS,
-               dnnl::memory(weights_, engine_, const_cast<void*>(rhs.raw_data())));
-  args.emplace(DNNL_ARG_DST, dnnl::memory(dst_, engine_, out.raw_data()));
-  if (scratchpad_bytes_ > 0)
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad_, engine_, scratchpad));
+  b.src.set_data_handle(const_cast<void*>(lhs.raw_data()));
+  b.weights.set_data_handle(const_cast<void*>(rhs.raw_data()));
+  b.dst.set_data_handle(out.raw_data());
+  if (scratchpad_bytes_ > 0) b.scratchpad.set_data_handle(scratchpad);
   ThreadScope scope(threads_);
-  primitive_.execute(stream, args);
+  primitive_.execute(stream, b.args);
 }
 
 std::string MatmulStep::describe() const {
@@ -173,13 +187,27 @@ class MatmulKernel final : public Kernel {
     covered = {id};
     covered.insert(covered.end(), epilogue_.covered.begin(), epilogue_.covered.end());
   }
+  struct State final : KernelState {
+    MatmulStep::Bound bound;
+    std::vector<dnnl::memory> operands;  // the epilogue's, in its order
+  };
+  std::unique_ptr<KernelState> make_state() const override {
+    auto state = std::make_unique<State>();
+    state->bound = step_.bind();
+    for (const auto& op : epilogue_.operands) {
+      state->operands.emplace_back(op.desc, step_.engine(), nullptr);
+      state->bound.args.emplace(op.arg, state->operands.back());
+    }
+    return state;
+  }
   void run(RunContext& ctx) const override {
-    std::unordered_map<int, dnnl::memory> args;
-    bind_epilogue(epilogue_, step_.engine(), ctx, args);
-    step_.execute(ctx.stream, ctx.values[static_cast<std::size_t>(lhs_)],
+    auto& state = static_cast<State&>(*ctx.state);
+    for (std::size_t i = 0; i < epilogue_.operands.size(); ++i)
+      state.operands[i].set_data_handle(
+          ctx.values[static_cast<std::size_t>(epilogue_.operands[i].value)].raw_data());
+    step_.execute(ctx.stream, state.bound, ctx.values[static_cast<std::size_t>(lhs_)],
                   ctx.values[static_cast<std::size_t>(rhs_)],
-                  ctx.values[static_cast<std::size_t>(outputs[0])], ctx.scratchpad,
-                  std::move(args));
+                  ctx.values[static_cast<std::size_t>(outputs[0])], ctx.scratchpad);
     ctx.stream.wait();
   }
   std::string describe() const override { return step_.describe() + epilogue_.text; }
@@ -195,20 +223,30 @@ class MatmulKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_matmul_kernel(Lowering& l, ValueId id) {
   const Node& node = l.node(id);
-  auto step = MatmulStep::create(l.graph(), node, l.engine());
-  if (!step) return nullptr;
+  if (node.op != Op::dot_general || node.type.dtype != DType::f32) return nullptr;
+  auto shape = matmul_shape(std::get<DotAttrs>(node.attrs), l.graph().type(node.inputs[0]).shape,
+                            l.graph().type(node.inputs[1]).shape);
+  if (!shape) return nullptr;
   // Epilogues where the graph's axes are the product's [batch..., M, N] one for one.
-  const MatmulShape& s = step->shape();
+  const MatmulShape& s = *shape;
   std::vector<std::int64_t> dst_dims(s.batch.begin(), s.batch.end());
   dst_dims.insert(dst_dims.end(), {s.m, s.n});
+  Epilogue e;
+  e.result = id;
   if (node.type.shape.dims() == dst_dims) {
     std::vector<int> dst_dim(dst_dims.size());
     for (std::size_t i = 0; i < dst_dim.size(); ++i) dst_dim[i] = int(i);
-    Epilogue e = find_epilogue(l, id, dst_dim, dst_dims);
-    if (!e.covered.empty())
-      if (auto fused = MatmulStep::create(l.graph(), node, l.engine(), e.ops))
-        return std::make_unique<MatmulKernel>(std::move(*fused), node, id, std::move(e));
+    e = find_epilogue(l, id, dst_dim, dst_dims);
   }
+  if (is_small_matmul(s)) {
+    Epilogue copy = e;
+    if (auto k = make_small_matmul_kernel(node, id, s, std::move(copy))) return k;
+  }
+  if (!e.covered.empty())
+    if (auto fused = MatmulStep::create(l.graph(), node, l.engine(), e.ops))
+      return std::make_unique<MatmulKernel>(std::move(*fused), node, id, std::move(e));
+  auto step = MatmulStep::create(l.graph(), node, l.engine());
+  if (!step) return nullptr;
   Epilogue none;
   none.result = id;
   return std::make_unique<MatmulKernel>(std::move(*step), node, id, std::move(none));

@@ -40,11 +40,18 @@ class MatmulStep {
                                           const dnnl::engine& engine,
                                           const dnnl::post_ops& post_ops = {});
 
+  // The arguments' memory objects, made once (per workspace) and repointed each run:
+  // making them per run costs more than a small product. The caller adds the post-ops'
+  // operands to `args`.
+  struct Bound {
+    dnnl::memory src, weights, dst, scratchpad;
+    std::unordered_map<int, dnnl::memory> args;  // the above and any post-op operands
+  };
+  Bound bind() const;
   // Writes lhs . rhs into out (already of the node's type); `scratchpad` holds at
   // least scratchpad_bytes(), so concurrent runs never share oneDNN's scratch memory.
-  // `args` holds the post-ops' operands, if any.
-  void execute(const dnnl::stream& stream, const Tensor& lhs, const Tensor& rhs, Tensor& out,
-               void* scratchpad, std::unordered_map<int, dnnl::memory> args = {}) const;
+  void execute(const dnnl::stream& stream, Bound& bound, const Tensor& lhs, const Tensor& rhs,
+               Tensor& out, void* scratchpad) const;
   const MatmulShape& shape() const { return shape_; }
   const dnnl::engine& engine() const { return engine_; }
   std::size_t scratchpad_bytes() const { return scratchpad_bytes_; }

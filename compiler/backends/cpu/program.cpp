@@ -33,10 +33,14 @@ ThreadScope::~ThreadScope() {
 }
 
 #if defined(__x86_64__) || defined(__i386__)
+// The MXCSR is only written when the flags change (a nested run, or a thread that
+// already flushes, leaves it alone).
 FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()) {
-  _mm_setcsr(saved_ | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
+  if ((saved_ & 0x8040u) != 0x8040u) _mm_setcsr(saved_ | 0x8040u);  // FTZ (bit 15), DAZ (bit 6)
 }
-FlushDenormals::~FlushDenormals() { _mm_setcsr(saved_); }
+FlushDenormals::~FlushDenormals() {
+  if ((saved_ & 0x8040u) != 0x8040u) _mm_setcsr(saved_);
+}
 #else
 FlushDenormals::FlushDenormals() = default;
 FlushDenormals::~FlushDenormals() = default;

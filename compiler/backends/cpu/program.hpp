@@ -18,6 +18,12 @@ struct stream;
 
 namespace glia::detail::cpu {
 
+// What a kernel keeps from run to run in one workspace (runs on different workspaces
+// may be concurrent): e.g. oneDNN memory objects whose data handles it repoints.
+struct KernelState {
+  virtual ~KernelState() = default;
+};
+
 // What a kernel sees while it runs: every value of the graph by id — the inputs it reads
 // are bound, and, for a kernel that writes into its outputs, each output already holds
 // a tensor of the value's type (arena memory, a donated input or a reused output buffer;
@@ -25,7 +31,8 @@ namespace glia::detail::cpu {
 struct RunContext {
   std::vector<Tensor>& values;
   dnnl::stream& stream;
-  void* scratchpad;  // 64-byte aligned, at least the largest Kernel::scratchpad_bytes()
+  void* scratchpad;              // 64-byte aligned, at least the largest Kernel::scratchpad_bytes()
+  KernelState* state = nullptr;  // this kernel's make_state() in this workspace
 };
 
 class Kernel {
@@ -35,6 +42,8 @@ class Kernel {
   // One line for describe(): "onednn matmul [128x784]·[784x128] + bias, relu".
   virtual std::string describe() const = 0;
   virtual std::size_t scratchpad_bytes() const { return 0; }
+  // State made once per workspace and handed to run() in RunContext::state; null: none.
+  virtual std::unique_ptr<KernelState> make_state() const { return nullptr; }
   // False: the kernel makes its outputs itself (ctx.values[out] = new tensor); such
   // values live outside the arena.
   virtual bool writes_into_outputs() const { return true; }

@@ -67,7 +67,9 @@ std::shared_ptr<const CompiledEntry> trace_and_compile(const JitOptions& options
 // The argument list as one tree "(a,b,..)": its structure, its leaves appended.
 template <class L, class... Args>
 std::string flatten_arguments(std::vector<L>& leaves, const Args&... args) {
-  std::string structure = "(";
+  std::string structure;
+  structure.reserve(128);  // one allocation for most argument lists
+  structure += '(';
   [[maybe_unused]] bool first = true;
   ((structure += first ? "" : ",", first = false, TreeTraits<Args>::structure(args, structure),
     TreeTraits<Args>::flatten(args, leaves)),
@@ -127,6 +129,7 @@ class JitCache {
 
  private:
   struct Stored {
+    const char* type_key_ptr;  // typeid's name: the same pointer on a hit, as a rule
     std::string type_key, structure;
     std::vector<TensorType> types;
     std::shared_ptr<const CompiledEntry> entry;
@@ -199,6 +202,7 @@ class Jitted {
   template <class... Args>
   std::shared_ptr<const CompiledEntry> lookup(bool count, std::vector<Tensor>& leaves,
                                               const Args&... args) const {
+    leaves.reserve(16);  // one allocation for most argument lists
     std::string structure = detail::flatten_arguments(leaves, args...);
     const char* type_key = typeid(std::tuple<Args...>).name();
     if (auto hit = cache_->find(type_key, structure, leaves, count)) return hit;

@@ -1,0 +1,165 @@
+// The `cpu` backend's small matmul kernel (tiny f32 products, below oneDNN's per-call
+// cost) against the interpreter: many shapes, transposed and batched operands, each
+// epilogue (bias along either axis, residual, relu, tanh, logistic), one product by hand,
+// and the size where products go back to oneDNN.
+#include <string>
+
+#include "compiler/cpu_test_util.hpp"
+
+namespace glia::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::vector<Tensor> seeded_inputs(const Graph& g) {
+  std::vector<Tensor> inputs;
+  unsigned seed = 7;
+  for (ValueId p : g.parameters())
+    inputs.push_back(seeded(g.type(p).shape, g.type(p).dtype, -1, 1, seed++));
+  return inputs;
+}
+
+std::unique_ptr<Executable> check(const Graph& g) {
+  return expect_cpu_matches_interp(g, seeded_inputs(g), 1e-5, 1e-5);
+}
+
+Graph dot_graph(const Shape& a, const Shape& b, const Ints& ca, const Ints& cb, const Ints& ba = {},
+                const Ints& bb = {}) {
+  return trace(
+      [&](const std::vector<Expr>& in) {
+        return std::vector<Expr>{dot_general(in[0], in[1], ca, cb, ba, bb)};
+      },
+      {{f32, a}, {f32, b}}, "dot");
+}
+
+TEST(CpuSmallMatmul, ByHand) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{relu(dot(in[0], in[1]) + broadcast(in[2], {2, 2}, {1}))};
+      },
+      {{f32, {2, 2}}, {f32, {2, 2}}, {f32, {2}}}, "by_hand");
+  auto exe = compile_graph(g, "cpu");
+  // [[1,2],[3,4]]·[[5,6],[7,8]] = [[19,22],[43,50]]; + [1,-30]; relu.
+  auto out = exe->run(std::vector<Tensor>{Tensor::from<float>({1, 2, 3, 4}, Shape{2, 2}),
+                                          Tensor::from<float>({5, 6, 7, 8}, Shape{2, 2}),
+                                          Tensor::from<float>({1, -30}, Shape{2})});
+  EXPECT_TRUE(allclose(out[0], Tensor::from<float>({20, 0, 44, 20}, Shape{2, 2}), 0, 0)) << out[0];
+  EXPECT_THAT(exe->describe(), HasSubstr("small matmul [2x2]·[2x2] + bias, relu :"));
+}
+
+TEST(CpuSmallMatmul, ManySizes) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  for (std::int64_t m : {1, 2, 5, 18})
+    for (std::int64_t k : {1, 3, 18, 64})
+      for (std::int64_t n : {1, 2, 7, 32, 100}) {
+        SCOPED_TRACE(cat(m, "x", k, "x", n));
+        auto exe = check(dot_graph({m, k}, {k, n}, {1}, {0}));
+        const char* kind = m * k * n <= 32768 ? "small" : "onednn";
+        EXPECT_THAT(exe->describe(),
+                    HasSubstr(cat(kind, " matmul [", m, "x", k, "]·[", k, "x", n)));
+      }
+}
+
+TEST(CpuSmallMatmul, TransposedOperands) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  // lhs [k, m] (contract axis 0), rhs [n, k] (contract axis 1), and both.
+  for (auto [a, b, ca, cb] :
+       std::vector<std::tuple<Shape, Shape, Ints, Ints>>{{{9, 4}, {9, 6}, {0}, {0}},
+                                                         {{4, 9}, {6, 9}, {1}, {1}},
+                                                         {{9, 4}, {6, 9}, {0}, {1}},
+                                                         {{9, 1}, {1, 9}, {0}, {1}},
+                                                         {{3, 2, 5}, {2, 5, 3}, {1, 2}, {0, 1}}}) {
+    SCOPED_TRACE(to_text(dot_graph(a, b, ca, cb)));
+    auto exe = check(dot_graph(a, b, ca, cb));
+    EXPECT_THAT(exe->describe(), HasSubstr("small matmul"));
+  }
+  // Through transposes in the graph (read as strided views).
+  Graph t = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{dot(transpose(in[0]), transpose(in[1]))};
+      },
+      {{f32, {5, 3}}, {f32, {4, 5}}}, "transposed");
+  EXPECT_THAT(check(t)->describe(), HasSubstr("small matmul"));
+}
+
+TEST(CpuSmallMatmul, Batched) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  for (auto [a, b, ca, cb, ba, bb] : std::vector<std::tuple<Shape, Shape, Ints, Ints, Ints, Ints>>{
+           {{3, 4, 5}, {3, 5, 2}, {2}, {1}, {0}, {0}},
+           {{4, 3, 5}, {5, 3, 2}, {2}, {0}, {1}, {1}},  // batch axis in the middle
+           {{2, 3, 4, 5}, {2, 3, 5, 6}, {3}, {2}, {0, 1}, {0, 1}},
+           {{2, 3, 4, 5}, {3, 2, 6, 5}, {3}, {3}, {0, 1}, {1, 0}}}) {
+    SCOPED_TRACE(to_text(dot_graph(a, b, ca, cb, ba, bb)));
+    auto exe = check(dot_graph(a, b, ca, cb, ba, bb));
+    EXPECT_THAT(exe->describe(), HasSubstr("small matmul"));
+  }
+}
+
+TEST(CpuSmallMatmul, Epilogues) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  struct Case {
+    std::string text;
+    std::function<Expr(const Expr& product, const std::vector<Expr>& in)> tail;
+  };
+  auto bias_n = [](const std::vector<Expr>& in) { return broadcast(in[2], {6, 5}, {1}); };
+  auto bias_m = [](const std::vector<Expr>& in) { return broadcast(in[3], {6, 5}, {0}); };
+  for (const Case& c : std::vector<Case>{
+           {"+ bias, relu", [&](const Expr&p, auto&in) { return relu(p + bias_n(in)); }},
+           {"+ bias, tanh", [&](const Expr&p, auto&in) { return tanh(p + bias_n(in)); }},
+           {"+ bias, logistic", [&](const Expr&p, auto&in) { return logistic(bias_n(in) + p); }},
+           {"+ bias :", [&](const Expr&p, auto&in) { return bias_m(in) + p; }},
+           {"+ residual, tanh", [&](const Expr&p, auto&in) { return tanh(p + in[4]); }},
+           {"+ bias, residual, relu, logistic",
+            [&](const Expr&p, auto&in) { return logistic(relu(p + bias_m(in) + in[4])); }},
+           {"+ relu", [&](const Expr&p, auto&) { return relu(p); }}}) {
+    SCOPED_TRACE(c.text);
+    Graph g = trace(
+        [&](const std::vector<Expr>& in) {
+          return std::vector<Expr>{c.tail(dot(in[0], in[1]), in)};
+        },
+        {{f32, {6, 8}}, {f32, {8, 5}}, {f32, {5}}, {f32, {6}}, {f32, {6, 5}}}, "epilogue");
+    auto exe = check(g);
+    EXPECT_THAT(exe->describe(), HasSubstr("small matmul [6x8]·[8x5] " + c.text));
+    EXPECT_THAT(exe->describe(), HasSubstr("kernel(s): 1 small"));
+  }
+  // A batched product with a residual that is itself a transposed view's reader.
+  Graph batched = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{tanh(dot_general(in[0], in[1], {2}, {1}, {0}, {0}) + in[2])};
+      },
+      {{f32, {3, 4, 5}}, {f32, {3, 5, 2}}, {f32, {3, 4, 2}}}, "batched_epilogue");
+  EXPECT_THAT(check(batched)->describe(),
+              HasSubstr("small matmul 3 x [4x5]·[5x2] + residual, tanh"));
+}
+
+TEST(CpuSmallMatmul, LargerProductsStayOnOneDnn) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  // 64 x 64 x 16 = 65536 multiply-adds: past the small kernel's limit; the epilogues
+  // run as oneDNN post-ops.
+  struct Case {
+    std::string text;
+    std::function<Expr(const Expr& pre, const Expr& r)> tail;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"+ bias, relu :", [](const Expr&p, const Expr&) { return relu(p); }},
+           {"+ bias, tanh :", [](const Expr&p, const Expr&) { return tanh(p); }},
+           {"+ bias, logistic :", [](const Expr&p, const Expr&) { return logistic(p); }},
+           {"+ bias, residual, relu :", [](const Expr&p, const Expr&r) { return relu(p + r); }}}) {
+    SCOPED_TRACE(c.text);
+    Graph g = trace(
+        [&](const std::vector<Expr>& in) {
+          return std::vector<Expr>{
+              c.tail(dot(in[0], in[1]) + broadcast(in[2], {64, 16}, {1}), in[3])};
+        },
+        {{f32, {64, 64}}, {f32, {64, 16}}, {f32, {16}}, {f32, {64, 16}}}, "large");
+    auto exe = check(g);
+    EXPECT_THAT(exe->describe(), HasSubstr("onednn matmul [64x64]·[64x16]"));
+    EXPECT_THAT(exe->describe(), HasSubstr(") " + c.text));
+    EXPECT_THAT(exe->describe(), Not(HasSubstr("small matmul")));
+  }
+}
+
+}  // namespace
+}  // namespace glia::testing
