@@ -152,6 +152,17 @@ class MaxPoolBackwardKernel final : public Kernel {
     numel_ = n.type.shape.numel();
     channels_ = in_dims_[1];
     positions_ = window_[0] * window_[1] * window_[2];
+    // Windows that never share an element are written, not accumulated; when they also
+    // cover every element (2x2 windows at stride 2 over an even size), nothing needs
+    // zeroing first.
+    disjoint_ = exact_ = true;
+    for (int d = 0; d < 3; ++d) {
+      disjoint_ = disjoint_ && stride_[d] >= window_[d] && dilation_[d] == 1 && pad_[d] == 0;
+      exact_ = exact_ && stride_[d] == window_[d] &&
+               out_dims_[std::size_t(d) + 2] * stride_[d] == in_dims_[std::size_t(d) + 2];
+    }
+    exact_ = exact_ && disjoint_;
+    image_contiguous_ = in_dims_[0] > 0 && in_strides_[0] * in_dims_[0] == numel_;
     inputs = {n.inputs[0]};
     if (n.inputs[1] != n.inputs[0]) inputs.push_back(n.inputs[1]);
     outputs = {id};
@@ -165,7 +176,8 @@ class MaxPoolBackwardKernel final : public Kernel {
     const auto* src =
         static_cast<const float*>(ctx.values[static_cast<std::size_t>(inputs.back())].raw_data());
     auto* out = static_cast<float*>(ctx.values[static_cast<std::size_t>(outputs[0])].raw_data());
-    std::memset(out, 0, static_cast<std::size_t>(numel_) * sizeof(float));
+    if (!exact_ && !image_contiguous_)
+      std::memset(out, 0, static_cast<std::size_t>(numel_) * sizeof(float));
     const std::int64_t cs = in_strides_[1], src_cs = out_strides_[1];
     // Images are independent (each writes only its own slice of `out`): one per thread at
     // a time, each thread with its own running maxima.
@@ -178,7 +190,10 @@ class MaxPoolBackwardKernel final : public Kernel {
       std::int32_t* pick = pick_v.data();
       std::int64_t* offset = offset_v.data();
 #pragma omp for schedule(static)
-      for (std::int64_t b = 0; b < in_dims_[0]; ++b)
+      for (std::int64_t b = 0; b < in_dims_[0]; ++b) {
+        if (!exact_ && image_contiguous_)
+          std::memset(out + b * in_strides_[0], 0,
+                      static_cast<std::size_t>(in_strides_[0]) * sizeof(float));
         for (std::int64_t o0 = 0; o0 < out_dims_[2]; ++o0)
           for (std::int64_t o1 = 0; o1 < out_dims_[3]; ++o1)
             for (std::int64_t o2 = 0; o2 < out_dims_[4]; ++o2) {
@@ -198,20 +213,51 @@ class MaxPoolBackwardKernel final : public Kernel {
                 offset[k] = at;
                 if (!inside) continue;
                 const float* xk = x + at;
-                for (std::int64_t c = 0; c < channels_; ++c) {
-                  float v = xk[c * cs];
-                  bool better = pick[c] < 0 || (v != v ? best[c] == best[c] : v > best[c]);
-                  best[c] = better ? v : best[c];
-                  pick[c] = better ? k : pick[c];
-                }
+                if (cs == 1)  // channels-last: a unit-stride loop the compiler vectorises
+                  update_maxima(xk, std::integral_constant<int, 1>{}, k, best, pick);
+                else
+                  update_maxima(xk, cs, k, best, pick);
               }
               const float* s = src + b * out_strides_[0] + o0 * out_strides_[2] +
                                o1 * out_strides_[3] + o2 * out_strides_[4];
-              for (std::int64_t c = 0; c < channels_; ++c)
-                if (pick[c] >= 0) out[offset[pick[c]] + c * cs] += s[c * src_cs];
+              if (disjoint_) {
+                for (std::int32_t k = 0; k < std::int32_t(positions_); ++k) {
+                  if (cs == 1 && src_cs == 1)
+                    write_window(out + offset[k], std::integral_constant<int, 1>{}, k, pick, s,
+                                 std::int64_t{1});
+                  else
+                    write_window(out + offset[k], cs, k, pick, s, src_cs);
+                }
+              } else {
+                for (std::int64_t c = 0; c < channels_; ++c)
+                  if (pick[c] >= 0) out[offset[pick[c]] + c * cs] += s[c * src_cs];
+              }
             }
+      }
     }
   }
+  // The running first maximum per channel after window position k (a NaN beats numbers
+  // and the first NaN stays).
+  template <class Stride>
+  void update_maxima(const float* xk, Stride cs, std::int32_t k, float* best,
+                     std::int32_t* pick) const {
+    for (std::int64_t c = 0; c < channels_; ++c) {
+      float v = xk[c * cs], b = best[c];
+      // Bitwise, not short-circuit: the loop stays branch-free and vectorises.
+      bool v_nan = v != v, b_nan = b != b;
+      bool better = (pick[c] < 0) | (v_nan & !b_nan) | (!v_nan & (v > b));
+      best[c] = better ? v : b;
+      pick[c] = better ? k : pick[c];
+    }
+  }
+
+  // Disjoint windows: every element of the window gets the source value or zero.
+  template <class Stride>
+  void write_window(float* o, Stride cs, std::int32_t k, const std::int32_t* pick, const float* s,
+                    std::int64_t src_cs) const {
+    for (std::int64_t c = 0; c < channels_; ++c) o[c * cs] = pick[c] == k ? s[c * src_cs] : 0.0f;
+  }
+
   std::string describe() const override { return text_; }
 
  private:
@@ -219,6 +265,7 @@ class MaxPoolBackwardKernel final : public Kernel {
   std::int64_t window_[3] = {1, 1, 1}, stride_[3] = {1, 1, 1}, dilation_[3] = {1, 1, 1},
                pad_[3] = {0, 0, 0};
   std::int64_t numel_ = 0, channels_ = 1, positions_ = 1;
+  bool disjoint_ = false, exact_ = false, image_contiguous_ = false;
   std::string text_;
 };
 
