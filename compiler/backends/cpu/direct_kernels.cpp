@@ -307,6 +307,7 @@ void lower_direct(Lowering& lowering) {
     else if (n.op == Op::scatter_add && n.type.dtype != DType::boolean)
       lowering.add(std::make_unique<ScatterAddKernel>(lowering, id));
   }
+  lower_direct_layout(lowering);
 }
 
 }  // namespace glia::detail::cpu
