@@ -1,6 +1,7 @@
-// The `cpu` backend's direct kernels (window_sum, gather, scatter_add) against the
-// interpreter over every dtype, axis, odd and zero sizes, padding and dilations, and
-// that the describe() text names them instead of a reference kernel.
+// The `cpu` backend's direct kernels (window_sum, gather, scatter_add, argmax/argmin)
+// against the interpreter over every dtype, axis, odd and zero sizes, padding, dilations,
+// ties and NaNs, and that the describe() text names them instead of a reference kernel.
+#include <limits>
 #include <string>
 
 #include "compiler/cpu_test_util.hpp"
@@ -176,6 +177,47 @@ TEST(CpuDirect, OutOfRangeIndicesAreErrors) {
                                           Tensor::from<std::int64_t>({3}, Shape{1}),
                                           seeded({2, 1}, f32, 0, 1, 2)}),
                Error);
+}
+
+TEST(CpuDirect, ArgmaxArgminMatchInterpOnEveryAxisAndDtype) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  const std::vector<Shape> shapes = {{7}, {4, 10}, {3, 5, 6}, {2, 1, 9}, {0, 4}, {300, 1000}};
+  for (const Shape& s : shapes)
+    for (int axis = 0; axis < s.rank(); ++axis)
+      for (DType t : kNumeric)
+        for (bool keep : {false, true}) {
+          if (s[axis] == 0) continue;
+          SCOPED_TRACE(s.to_string() + " axis " + std::to_string(axis) + " " +
+                       std::string(dtype_name(t)));
+          Graph g = trace(
+              [&](const std::vector<Expr>& in) {
+                return std::vector<Expr>{argmax(in[0], axis, keep), argmin(in[0], axis, keep)};
+              },
+              {{t, s}}, "arg");
+          // Few distinct values: many ties, which resolve to the lowest index.
+          auto cpu = expect_cpu_matches_interp(g, {values_of(s, t, 21)});
+          EXPECT_THAT(cpu->describe(), HasSubstr("direct argmax"));
+          EXPECT_THAT(cpu->describe(), HasSubstr("direct argmin"));
+          EXPECT_THAT(cpu->describe(), Not(HasSubstr("reference arg")));
+        }
+}
+
+TEST(CpuDirect, ArgmaxTiesAndNaNsByHand) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{argmax(in[0], 1), argmin(in[0], 1), argmax(in[0], 0)};
+      },
+      {{f32, {3, 4}}}, "nan");
+  auto cpu = compile_graph(g, "cpu");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Tensor> y = cpu->run(std::vector<Tensor>{
+      Tensor::from<float>({1, 5, 5, 0, 2, nan, 9, nan, -1, -1, 3, -1}, Shape{3, 4})});
+  // Rows: ties go to the first index; the first NaN wins for both max and min.
+  EXPECT_EQ(y[0].to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 1, 2}));
+  EXPECT_EQ(y[1].to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 1, 0}));
+  // Columns: [1 2 -1] -> 1, [5 nan -1] -> 1, [5 9 3] -> 1, [0 nan -1] -> 1.
+  EXPECT_EQ(y[2].to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 1, 1, 1}));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Kernels of glia's own for the layer ops that neither oneDNN nor the fused groups run:
-// window_sum (avg/lp pooling), gather (embedding) and scatter_add (its gradient). They
-// write into the executor's preallocated outputs, unlike the reference kernels, and
-// compute exactly what core/src/kernels does (same accumulator widths and order).
+// window_sum (avg/lp pooling), gather (embedding), scatter_add (its gradient) and
+// argmax/argmin (accuracy metrics). They write into the executor's preallocated outputs,
+// unlike the reference kernels, and compute exactly what core/src/kernels does.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -292,6 +292,79 @@ class ScatterAddKernel final : public Kernel {
   std::string text_;
 };
 
+// ---- argmax / argmin ------------------------------------------------------------------
+
+// (outer, n, inner): the index of the first extreme along the middle axis, a NaN counting
+// as the extreme (the first NaN wins), as the reference kernel and numpy do. Inner > 1
+// keeps a running best per column so the rows are read contiguously.
+template <bool kMax>
+class ArgReduceKernel final : public Kernel {
+ public:
+  ArgReduceKernel(const Lowering& l, ValueId id) {
+    const Node& n = l.node(id);
+    const auto& a = std::get<ArgReduceAttrs>(n.attrs);
+    const TensorType& x = l.graph().type(n.inputs[0]);
+    split_ = split_at(x.shape, static_cast<int>(a.axis));
+    dtype_ = x.dtype;
+    inputs = {n.inputs[0]};
+    outputs = {id};
+    covered = {id};
+    text_ = cat("direct ", kMax ? "argmax" : "argmin", " axis ", a.axis, " ", x.to_string(), " -> ",
+                n.type.to_string());
+  }
+
+  void run(RunContext& ctx) const override {
+    auto* y =
+        static_cast<std::int64_t*>(ctx.values[static_cast<std::size_t>(outputs[0])].raw_data());
+    visit_dtype(dtype_, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, bool>)
+        reduce<T>(static_cast<const T*>(value(ctx, inputs[0]).raw_data()), y);
+    });
+  }
+  std::string describe() const override { return text_; }
+
+ private:
+  template <class T>
+  void reduce(const T* x, std::int64_t* y) const {
+    using C = compute_t<T>;
+    const std::int64_t outer = split_.outer, n = split_.size, inner = split_.inner;
+    auto better = [](C v, C best) {
+      if constexpr (std::is_floating_point_v<C>)
+        if (v != v) return true;
+      return kMax ? v > best : v < best;
+    };
+    auto is_nan = [](C v) { return v != v; };
+    const bool large = outer > 1 && double(outer * n * inner) >= kSingleThreadFlops;
+#pragma omp parallel if (large)
+    {
+      std::vector<C> best(static_cast<std::size_t>(inner));
+#pragma omp for schedule(static)
+      for (std::int64_t o = 0; o < outer; ++o) {
+        const T* block = x + o * n * inner;
+        std::int64_t* out = y + o * inner;
+        for (std::int64_t i = 0; i < inner; ++i) {
+          best[static_cast<std::size_t>(i)] = static_cast<C>(block[i]);
+          out[i] = 0;
+        }
+        for (std::int64_t k = 1; k < n; ++k) {
+          const T* row = block + k * inner;
+          for (std::int64_t i = 0; i < inner; ++i) {
+            C& b = best[static_cast<std::size_t>(i)];
+            if (is_nan(b)) continue;  // a NaN stays the extreme
+            auto v = static_cast<C>(row[i]);
+            if (better(v, b)) b = v, out[i] = k;
+          }
+        }
+      }
+    }
+  }
+
+  AxisSplit split_;
+  DType dtype_ = DType::f32;
+  std::string text_;
+};
+
 }  // namespace
 
 void lower_direct(Lowering& lowering) {
@@ -306,6 +379,10 @@ void lower_direct(Lowering& lowering) {
       lowering.add(std::make_unique<GatherKernel>(lowering, id));
     else if (n.op == Op::scatter_add && n.type.dtype != DType::boolean)
       lowering.add(std::make_unique<ScatterAddKernel>(lowering, id));
+    else if (n.op == Op::argmax)
+      lowering.add(std::make_unique<ArgReduceKernel<true>>(lowering, id));
+    else if (n.op == Op::argmin)
+      lowering.add(std::make_unique<ArgReduceKernel<false>>(lowering, id));
   }
   lower_direct_layout(lowering);
 }
