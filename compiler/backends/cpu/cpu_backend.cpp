@@ -133,6 +133,7 @@ class CpuExecutable final : public Executable {
     cpu::Lowering lowering(graph_, engine_);
     cpu::lower_onednn(lowering);
     cpu::lower_fused(lowering);
+    cpu::lower_direct(lowering);
     cpu::lower_reference(lowering);
     kernels_ = schedule(graph_, lowering.take_kernels());
     if (const char* p = std::getenv("GLIA_CPU_PROFILE"); p != nullptr && *p != '\0' && *p != '0')

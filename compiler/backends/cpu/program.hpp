@@ -118,8 +118,11 @@ class Lowering {
 };
 
 // The lowerings, run in this order; each claims only unclaimed nodes.
-void lower_onednn(Lowering& lowering);     // conv, pooling, matmul (onednn_lowering.cpp)
-void lower_fused(Lowering& lowering);      // fused element-wise/reduction groups (fused_kernel.cpp)
+void lower_onednn(Lowering& lowering);  // conv, pooling, matmul (onednn_lowering.cpp)
+void lower_fused(Lowering& lowering);   // fused element-wise/reduction groups (fused_kernel.cpp)
+void lower_direct(Lowering& lowering);  // window_sum, gather, scatter_add, argmax/min, pad, concat
+// pad and concatenate (direct_layout.cpp), called by lower_direct.
+void lower_direct_layout(Lowering& lowering);
 void lower_reference(Lowering& lowering);  // every node left but parameters and constants
 
 }  // namespace glia::detail::cpu
