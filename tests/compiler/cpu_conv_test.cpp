@@ -14,13 +14,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<Tensor> seeded_inputs(const Graph& g, unsigned seed = 1) {
-  std::vector<Tensor> inputs;
-  for (ValueId p : g.parameters())
-    inputs.push_back(seeded(g.type(p).shape, g.type(p).dtype, -1, 1, seed++));
-  return inputs;
-}
-
 struct ConvCase {
   std::string name;
   Shape x, k;

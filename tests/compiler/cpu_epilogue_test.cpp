@@ -12,14 +12,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<Tensor> seeded_inputs(const Graph& g) {
-  std::vector<Tensor> inputs;
-  unsigned seed = 1;
-  for (ValueId p : g.parameters())
-    inputs.push_back(seeded(g.type(p).shape, g.type(p).dtype, -1, 1, seed++));
-  return inputs;
-}
-
 // dot(x, w) + b, then `tail`; x [7, 12], w [12, 5], b [5], r [7, 5].
 Graph dense_graph(const std::function<std::vector<Expr>(const Expr& pre, const Expr& r)>& tail) {
   return trace(

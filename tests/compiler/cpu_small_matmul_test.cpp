@@ -12,16 +12,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<Tensor> seeded_inputs(const Graph& g) {
-  std::vector<Tensor> inputs;
-  unsigned seed = 7;
-  for (ValueId p : g.parameters())
-    inputs.push_back(seeded(g.type(p).shape, g.type(p).dtype, -1, 1, seed++));
-  return inputs;
-}
-
 std::unique_ptr<Executable> check(const Graph& g) {
-  return expect_cpu_matches_interp(g, seeded_inputs(g), 1e-5, 1e-5);
+  return expect_cpu_matches_interp(g, seeded_inputs(g, 7), 1e-5, 1e-5);
 }
 
 Graph dot_graph(const Shape& a, const Shape& b, const Ints& ca, const Ints& cb, const Ints& ba = {},

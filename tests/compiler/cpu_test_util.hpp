@@ -43,6 +43,14 @@ inline Tensor seeded(const Shape& shape, DType dtype, double lo, double hi, unsi
   return t.cast(dtype);
 }
 
+// Seeded values in [-1, 1) for each of the graph's parameters, seeds counting up.
+inline std::vector<Tensor> seeded_inputs(const Graph& g, unsigned seed = 1) {
+  std::vector<Tensor> inputs;
+  for (ValueId p : g.parameters())
+    inputs.push_back(seeded(g.type(p).shape, g.type(p).dtype, -1, 1, seed++));
+  return inputs;
+}
+
 // Runs g on `cpu` and on `interp`; each output must have the same type and be allclose.
 // Returns the cpu executable, for its describe(). The graph is compiled as traced (no
 // optimization passes), so each op under test reaches the backend.
