@@ -200,4 +200,56 @@ std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<boo
   return Grouper(graph, eligible).run();
 }
 
+void absorb_broadcasts(const Graph& g, std::vector<FusionGroup>& groups) {
+  const auto n = std::size_t(g.size());
+  std::vector<int> group_of(n, -1);
+  for (std::size_t k = 0; k < groups.size(); ++k)
+    for (ValueId v : groups[k].nodes) group_of[std::size_t(v)] = int(k);
+  std::vector<std::vector<ValueId>> users(n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (ValueId in : g.nodes()[i].inputs) users[std::size_t(in)].push_back(ValueId(i));
+  std::vector<bool> returned(n, false);
+  for (ValueId o : g.outputs()) returned[std::size_t(o)] = true;
+  auto erase = [](std::vector<ValueId>& list, ValueId v) {
+    list.erase(std::remove(list.begin(), list.end(), v), list.end());
+  };
+  auto has = [](const std::vector<ValueId>& list, ValueId v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
+  for (std::size_t p = 0; p < groups.size(); ++p) {
+    const std::vector<ValueId> outs = groups[p].outputs;
+    for (ValueId b : outs) {
+      const Node& nd = g.nodes()[std::size_t(b)];
+      if (nd.op != Op::broadcast || returned[std::size_t(b)] || users[std::size_t(b)].empty())
+        continue;
+      int c = -1;
+      bool ok = true;
+      for (ValueId u : users[std::size_t(b)]) {
+        int gu = group_of[std::size_t(u)];
+        if (gu < 0 || gu == int(p) || (c >= 0 && gu != c)) ok = false;
+        c = gu;
+      }
+      if (!ok) continue;
+      FusionGroup& from = groups[p];
+      FusionGroup& to = groups[std::size_t(c)];
+      const ValueId x = nd.inputs[0];
+      erase(from.nodes, b);
+      erase(from.outputs, b);
+      if (group_of[std::size_t(x)] == int(p)) {
+        if (!has(from.outputs, x)) from.outputs.push_back(x);
+      } else {
+        bool read = false;
+        for (ValueId v : from.nodes) read = read || has(g.nodes()[std::size_t(v)].inputs, x);
+        if (!read) erase(from.inputs, x);
+      }
+      to.nodes.insert(std::lower_bound(to.nodes.begin(), to.nodes.end(), b), b);
+      group_of[std::size_t(b)] = c;
+      if (has(to.inputs, x))
+        erase(to.inputs, b);
+      else
+        std::replace(to.inputs.begin(), to.inputs.end(), b, x);
+    }
+  }
+}
+
 }  // namespace glia

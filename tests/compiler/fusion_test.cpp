@@ -5,8 +5,8 @@
 // of donated parameters.
 #include <functional>
 #include <map>
-#include <set>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "compiler/cpu_test_util.hpp"
@@ -196,8 +196,8 @@ TEST(Fusion, GroupsNeverFeedEachOtherBothWays) {
   for (const Node& n : g.nodes()) eligible.push_back(n.op != Op::dot_general);
   EXPECT_FALSE(groups_form_a_cycle(g, fusion_groups(g, eligible)));
   if (!cpu_backend_built()) return;
-  fused_kernels(g, {seeded({4, 4}, f32, -1, 1, 1), seeded({4, 4}, f32, -1, 1, 2),
-                    seeded({}, f32, -1, 1, 3)});
+  fused_kernels(
+      g, {seeded({4, 4}, f32, -1, 1, 1), seeded({4, 4}, f32, -1, 1, 2), seeded({}, f32, -1, 1, 3)});
 }
 
 TEST(Fusion, ReductionsOverAnyAxesMatchTheInterpreter) {

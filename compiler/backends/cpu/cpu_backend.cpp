@@ -12,21 +12,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <iomanip>
 #include <iostream>
 #include <mutex>
-#include <numeric>
-#include <queue>
 #include <sstream>
 
 #include <dnnl.hpp>
 
 #include "backends/cpu/program.hpp"
-
-#if defined(GLIA_CPU_OPENMP) && DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-#include <omp.h>
-#define GLIA_CPU_SETS_THREADS 1
-#endif
 
 namespace glia::detail {
 
@@ -35,68 +27,8 @@ namespace {
 using cpu::Kernel;
 using cpu::ThreadScope;
 
-std::string threads_text(int threads) {
-#ifdef GLIA_CPU_SETS_THREADS
-  if (threads > 0) return cat(threads, " (OpenMP, shared with oneDNN)");
-  return cat("default, ", omp_get_max_threads(), " (OpenMP, shared with oneDNN)");
-#else
-  return cat("the default of oneDNN's CPU runtime (this build cannot set them; asked for ", threads,
-             ")");
-#endif
-}
-
 std::int64_t value_bytes(const TensorType& t) {
   return t.shape.numel() * static_cast<std::int64_t>(dtype_size(t.dtype));
-}
-
-// Kernels in an order that runs every producer before its readers (Kahn's algorithm,
-// earliest graph node first, so the order follows the graph where it can).
-std::vector<std::unique_ptr<Kernel>> schedule(const Graph& graph,
-                                              std::vector<std::unique_ptr<Kernel>> kernels) {
-  const auto n = static_cast<std::size_t>(graph.size());
-  std::vector<int> producer(n, -1);
-  for (std::size_t k = 0; k < kernels.size(); ++k)
-    for (ValueId out : kernels[k]->outputs) producer[static_cast<std::size_t>(out)] = int(k);
-  std::vector<std::vector<int>> readers(kernels.size());
-  std::vector<int> waiting(kernels.size(), 0);
-  std::vector<ValueId> first(kernels.size());
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    first[k] = *std::min_element(kernels[k]->covered.begin(), kernels[k]->covered.end());
-    for (ValueId in : kernels[k]->inputs) {
-      Op op = graph.nodes()[static_cast<std::size_t>(in)].op;
-      if (op == Op::parameter || op == Op::constant) continue;
-      int p = producer[static_cast<std::size_t>(in)];
-      check(p >= 0, "cpu backend: kernel '", kernels[k]->describe(), "' reads %", in,
-            " which no kernel outputs");
-      readers[static_cast<std::size_t>(p)].push_back(int(k));
-      ++waiting[k];
-    }
-  }
-  auto later = [&](int a, int b) { return first[std::size_t(a)] > first[std::size_t(b)]; };
-  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-  for (std::size_t k = 0; k < kernels.size(); ++k)
-    if (waiting[k] == 0) ready.push(int(k));
-  std::vector<std::unique_ptr<Kernel>> ordered;
-  while (!ready.empty()) {
-    int k = ready.top();
-    ready.pop();
-    for (int r : readers[std::size_t(k)])
-      if (--waiting[std::size_t(r)] == 0) ready.push(r);
-    ordered.push_back(std::move(kernels[std::size_t(k)]));
-  }
-  if (ordered.size() != kernels.size()) {
-    std::string stuck;
-    for (std::size_t k = 0; k < kernels.size(); ++k)
-      if (kernels[k] && waiting[k] > 0) {
-        stuck += cat("\n  ", kernels[k]->describe(), " reads");
-        for (ValueId in : kernels[k]->inputs) stuck += cat(" %", in);
-        stuck += " writes";
-        for (ValueId out : kernels[k]->outputs) stuck += cat(" %", out);
-      }
-    throw Error(cat("cpu backend: the kernels of graph '", graph.name(),
-                    "' depend on each other in a cycle:", stuck, "\n", to_text(graph)));
-  }
-  return ordered;
 }
 
 // Where an output of a kernel lives while the program runs.
@@ -135,7 +67,7 @@ class CpuExecutable final : public Executable {
     cpu::lower_fused(lowering);
     cpu::lower_direct(lowering);
     cpu::lower_reference(lowering);
-    kernels_ = schedule(graph_, lowering.take_kernels());
+    kernels_ = cpu::schedule(graph_, lowering.take_kernels());
     if (const char* p = std::getenv("GLIA_CPU_PROFILE"); p != nullptr && *p != '\0' && *p != '0')
       profile_ = std::make_unique<Profile>(kernels_.size());
     for (const auto& k : kernels_)
@@ -147,20 +79,9 @@ class CpuExecutable final : public Executable {
   // printed to stderr when the executable goes away, slowest first.
   ~CpuExecutable() override {
     if (!profile_) return;
-    std::vector<std::size_t> order(kernels_.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return profile_->nanoseconds[a] > profile_->nanoseconds[b];
-    });
-    double total = 0;
-    for (std::size_t k = 0; k < kernels_.size(); ++k) total += double(profile_->nanoseconds[k]);
-    std::ostringstream out;
-    out << "glia cpu profile of '" << graph_.name() << "': " << total / 1e6 << " ms in kernels\n";
-    for (std::size_t k : order)
-      out << "  " << std::fixed << std::setprecision(1) << std::setw(5)
-          << 100.0 * double(profile_->nanoseconds[k]) / std::max(total, 1.0) << "%  "
-          << kernels_[k]->describe().substr(0, 160) << "\n";
-    std::cerr << out.str();
+    std::vector<std::int64_t> ns;
+    for (const auto& t : profile_->nanoseconds) ns.push_back(t.load());
+    std::cerr << cpu::profile_text(graph_.name(), kernels_, ns);
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) const override {
@@ -448,7 +369,7 @@ std::string CpuExecutable::describe() const {
       << graph_.parameters().size() << " input(s), " << graph_.outputs().size() << " output(s); "
       << kernels_.size() << " kernel(s):";
   for (const auto& [kind, count] : counts) out << " " << count << " " << kind;
-  out << "\n  threads: " << threads_text(threads_) << "\n  arena: " << plan_.arena_bytes
+  out << "\n  threads: " << cpu::threads_text(threads_) << "\n  arena: " << plan_.arena_bytes
       << " B for " << plan_.value_count << " values (peak " << plan_.peak_live_bytes << " B live); "
       << donations << " output(s) can update a donated input in place\n"
       << "  kernels:\n"

@@ -25,74 +25,6 @@ using namespace fused;
 bool is_reduction(Op op) { return op_info(op).op_class == OpClass::reduction; }
 bool is_alias(Op op) { return op == Op::reshape || op == Op::stop_gradient; }
 
-// A view over `shape` with these element strides: size-1 axes dropped, axes that step
-// as one merged.
-View make_view(const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset) {
-  std::vector<std::int64_t> dims, steps;
-  for (int d = 0; d < shape.rank(); ++d) {
-    if (shape[d] == 1) continue;
-    auto s = strides[std::size_t(d)];
-    if (!dims.empty() && steps.back() == s * shape[d]) {
-      dims.back() *= shape[d];
-      steps.back() = s;
-    } else {
-      dims.push_back(shape[d]);
-      steps.push_back(s);
-    }
-  }
-  check(dims.size() <= std::size_t(kMaxViewRank), "fused kernel: a view of rank ", dims.size(),
-        " exceeds ", kMaxViewRank);
-  View v;
-  v.rank = int(dims.size());
-  for (std::size_t i = 0; i < dims.size(); ++i) v.dims[i] = dims[i], v.strides[i] = steps[i];
-  v.offset = offset;
-  v.identity = offset == 0 && (v.rank == 0 || (v.rank == 1 && steps[0] == 1));
-  return v;
-}
-
-View contiguous(const Shape& shape) { return make_view(shape, shape.strides(), 0); }
-
-// How the result of view op `n` reads its operand (element strides into the operand).
-View operand_view(const Node& n, const Shape& in) {
-  const Shape& out = n.type.shape;
-  std::vector<std::int64_t> src = in.strides(), st(std::size_t(out.rank()), 0);
-  std::int64_t offset = 0;
-  if (n.op == Op::broadcast) {
-    const auto& a = std::get<BroadcastAttrs>(n.attrs);
-    for (std::size_t i = 0; i < a.dims.size(); ++i)
-      if (in[int(i)] != 1) st[std::size_t(a.dims[i])] = src[i];
-  } else if (n.op == Op::transpose) {
-    const auto& a = std::get<TransposeAttrs>(n.attrs);
-    for (std::size_t i = 0; i < a.perm.size(); ++i) st[i] = src[std::size_t(a.perm[i])];
-  } else if (n.op == Op::slice) {
-    const auto& a = std::get<SliceAttrs>(n.attrs);
-    for (std::size_t d = 0; d < st.size(); ++d) {
-      st[d] = src[d] * a.strides[d];
-      offset += a.start[d] * src[d];
-    }
-  } else {  // reverse
-    st = src;
-    for (std::int64_t ax : std::get<AxesAttrs>(n.attrs).axes) {
-      auto d = std::size_t(ax);
-      offset += (in[int(ax)] - 1) * src[d];
-      st[d] = -src[d];
-    }
-  }
-  return make_view(out, st, offset);
-}
-
-// The map from a reduction input's flat index to its result's flat index.
-View reduce_map(const Shape& in, const Ints& axes) {
-  std::vector<std::int64_t> st(std::size_t(in.rank()), 0);
-  std::int64_t step = 1;
-  for (int d = in.rank() - 1; d >= 0; --d) {
-    if (std::find(axes.begin(), axes.end(), d) != axes.end()) continue;
-    st[std::size_t(d)] = step;
-    step *= in[d];
-  }
-  return make_view(in, st, 0);
-}
-
 class FusedKernel final : public Kernel {
  public:
   FusedKernel(const Graph& graph, const FusionGroup& group) : graph_(graph) {
@@ -398,63 +330,6 @@ void FusedKernel::build_sweep(std::size_t k, const std::vector<ValueId>& sinks) 
   s.registers = count;
 }
 
-// A broadcast that one other group alone reads moves into that group, which reads the
-// broadcast's operand through a view: it is never written out. (An optimizer's bias
-// corrections, scalars broadcast to a parameter's shape, would otherwise be stored by
-// one kernel and streamed back by the next.) Only the pair's edge changes: the reader
-// now takes the operand, which the producer computes before it, from the same producer.
-void move_broadcasts(const Graph& g, std::vector<FusionGroup>& groups) {
-  const auto n = std::size_t(g.size());
-  std::vector<int> group_of(n, -1);
-  for (std::size_t k = 0; k < groups.size(); ++k)
-    for (ValueId v : groups[k].nodes) group_of[std::size_t(v)] = int(k);
-  std::vector<std::vector<ValueId>> users(n);
-  for (std::size_t i = 0; i < n; ++i)
-    for (ValueId in : g.nodes()[i].inputs) users[std::size_t(in)].push_back(ValueId(i));
-  std::vector<bool> returned(n, false);
-  for (ValueId o : g.outputs()) returned[std::size_t(o)] = true;
-  auto erase = [](std::vector<ValueId>& list, ValueId v) {
-    list.erase(std::remove(list.begin(), list.end(), v), list.end());
-  };
-  auto has = [](const std::vector<ValueId>& list, ValueId v) {
-    return std::find(list.begin(), list.end(), v) != list.end();
-  };
-  for (std::size_t p = 0; p < groups.size(); ++p) {
-    const std::vector<ValueId> outs = groups[p].outputs;
-    for (ValueId b : outs) {
-      const Node& nd = g.nodes()[std::size_t(b)];
-      if (nd.op != Op::broadcast || returned[std::size_t(b)] || users[std::size_t(b)].empty())
-        continue;
-      int c = -1;
-      bool ok = true;
-      for (ValueId u : users[std::size_t(b)]) {
-        int gu = group_of[std::size_t(u)];
-        if (gu < 0 || gu == int(p) || (c >= 0 && gu != c)) ok = false;
-        c = gu;
-      }
-      if (!ok) continue;
-      FusionGroup& from = groups[p];
-      FusionGroup& to = groups[std::size_t(c)];
-      const ValueId x = nd.inputs[0];
-      erase(from.nodes, b);
-      erase(from.outputs, b);
-      if (group_of[std::size_t(x)] == int(p)) {
-        if (!has(from.outputs, x)) from.outputs.push_back(x);
-      } else {
-        bool read = false;
-        for (ValueId v : from.nodes) read = read || has(g.nodes()[std::size_t(v)].inputs, x);
-        if (!read) erase(from.inputs, x);
-      }
-      to.nodes.insert(std::lower_bound(to.nodes.begin(), to.nodes.end(), b), b);
-      group_of[std::size_t(b)] = c;
-      if (has(to.inputs, x))
-        erase(to.inputs, b);
-      else
-        std::replace(to.inputs.begin(), to.inputs.end(), b, x);
-    }
-  }
-}
-
 }  // namespace
 
 void lower_fused(Lowering& lowering) {
@@ -468,7 +343,7 @@ void lower_fused(Lowering& lowering) {
     eligible[std::size_t(i)] = ok;
   }
   std::vector<FusionGroup> groups = fusion_groups(g, eligible);
-  move_broadcasts(g, groups);
+  absorb_broadcasts(g, groups);
   for (const FusionGroup& group : groups)
     if (!group.nodes.empty()) lowering.add(std::make_unique<FusedKernel>(g, group));
 }

@@ -96,4 +96,13 @@ struct Bindings {
 // Runs one sweep on up to `threads` OpenMP threads (fewer for small domains).
 void run_sweep(const Sweep& sweep, const Bindings& bindings, int threads);
 
+// Views (fused_views.cpp): `shape` with these element strides, size-1 axes dropped and
+// axes that step as one merged; a contiguous shape; how the result of view op `n`
+// reads its operand of shape `in`; the map from a reduction input's flat index to its
+// result's flat index.
+View make_view(const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset);
+View contiguous(const Shape& shape);
+View operand_view(const Node& n, const Shape& in);
+View reduce_map(const Shape& in, const Ints& axes);
+
 }  // namespace glia::detail::cpu::fused

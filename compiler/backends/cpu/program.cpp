@@ -3,6 +3,10 @@
 #include "backends/cpu/program.hpp"
 
 #include <algorithm>
+#include <iomanip>
+#include <numeric>
+#include <queue>
+#include <sstream>
 
 #include <dnnl.hpp>
 
@@ -115,6 +119,84 @@ void lower_reference(Lowering& lowering) {
     if (!lowering.claimed(id))
       lowering.add(std::make_unique<ReferenceKernel>(lowering.graph(), id));
   }
+}
+
+// Kernels in an order that runs every producer before its readers (Kahn's algorithm,
+// earliest graph node first, so the order follows the graph where it can).
+std::vector<std::unique_ptr<Kernel>> schedule(const Graph& graph,
+                                              std::vector<std::unique_ptr<Kernel>> kernels) {
+  const auto n = static_cast<std::size_t>(graph.size());
+  std::vector<int> producer(n, -1);
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    for (ValueId out : kernels[k]->outputs) producer[static_cast<std::size_t>(out)] = int(k);
+  std::vector<std::vector<int>> readers(kernels.size());
+  std::vector<int> waiting(kernels.size(), 0);
+  std::vector<ValueId> first(kernels.size());
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    first[k] = *std::min_element(kernels[k]->covered.begin(), kernels[k]->covered.end());
+    for (ValueId in : kernels[k]->inputs) {
+      Op op = graph.nodes()[static_cast<std::size_t>(in)].op;
+      if (op == Op::parameter || op == Op::constant) continue;
+      int p = producer[static_cast<std::size_t>(in)];
+      check(p >= 0, "cpu backend: kernel '", kernels[k]->describe(), "' reads %", in,
+            " which no kernel outputs");
+      readers[static_cast<std::size_t>(p)].push_back(int(k));
+      ++waiting[k];
+    }
+  }
+  auto later = [&](int a, int b) { return first[std::size_t(a)] > first[std::size_t(b)]; };
+  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    if (waiting[k] == 0) ready.push(int(k));
+  std::vector<std::unique_ptr<Kernel>> ordered;
+  while (!ready.empty()) {
+    int k = ready.top();
+    ready.pop();
+    for (int r : readers[std::size_t(k)])
+      if (--waiting[std::size_t(r)] == 0) ready.push(r);
+    ordered.push_back(std::move(kernels[std::size_t(k)]));
+  }
+  if (ordered.size() != kernels.size()) {
+    std::string stuck;
+    for (std::size_t k = 0; k < kernels.size(); ++k)
+      if (kernels[k] && waiting[k] > 0) {
+        stuck += cat("\n  ", kernels[k]->describe(), " reads");
+        for (ValueId in : kernels[k]->inputs) stuck += cat(" %", in);
+        stuck += " writes";
+        for (ValueId out : kernels[k]->outputs) stuck += cat(" %", out);
+      }
+    throw Error(cat("cpu backend: the kernels of graph '", graph.name(),
+                    "' depend on each other in a cycle:", stuck, "\n", to_text(graph)));
+  }
+  return ordered;
+}
+
+std::string threads_text(int threads) {
+#ifdef GLIA_CPU_SETS_THREADS
+  if (threads > 0) return cat(threads, " (OpenMP, shared with oneDNN)");
+  return cat("default, ", omp_get_max_threads(), " (OpenMP, shared with oneDNN)");
+#else
+  return cat("the default of oneDNN's CPU runtime (this build cannot set them; asked for ", threads,
+             ")");
+#endif
+}
+
+std::string profile_text(const std::string& name,
+                         const std::vector<std::unique_ptr<Kernel>>& kernels,
+                         const std::vector<std::int64_t>& nanoseconds) {
+  std::vector<std::size_t> order(kernels.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return nanoseconds[a] > nanoseconds[b]; });
+  double total = 0;
+  for (std::int64_t t : nanoseconds) total += double(t);
+  std::ostringstream out;
+  out << "glia cpu profile of '" << name << "': " << total / 1e6 << " ms in kernels\n";
+  for (std::size_t k : order)
+    out << "  " << std::fixed << std::setprecision(1) << std::setw(5)
+        << 100.0 * double(nanoseconds[k]) / std::max(total, 1.0) << "%  "
+        << kernels[k]->describe().substr(0, 160) << "\n";
+  return out.str();
 }
 
 }  // namespace glia::detail::cpu

@@ -125,4 +125,15 @@ void lower_direct(Lowering& lowering);  // window_sum, gather, scatter_add, argm
 void lower_direct_layout(Lowering& lowering);
 void lower_reference(Lowering& lowering);  // every node left but parameters and constants
 
+// The kernels in an order that runs every producer before its readers (earliest graph
+// node first); glia::Error naming the kernels when they wait on each other in a cycle.
+std::vector<std::unique_ptr<Kernel>> schedule(const Graph& graph,
+                                              std::vector<std::unique_ptr<Kernel>> kernels);
+// "2 (OpenMP, shared with oneDNN)": the threads a program runs on, for describe().
+std::string threads_text(int threads);
+// GLIA_CPU_PROFILE's report: each kernel's share of the time, slowest first.
+std::string profile_text(const std::string& name,
+                         const std::vector<std::unique_ptr<Kernel>>& kernels,
+                         const std::vector<std::int64_t>& nanoseconds);
+
 }  // namespace glia::detail::cpu

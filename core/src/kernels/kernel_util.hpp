@@ -3,8 +3,8 @@
 #pragma once
 
 #include <span>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "glia/core/op.hpp"

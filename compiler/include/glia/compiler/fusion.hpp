@@ -35,4 +35,12 @@ struct FusionGroup {
 // start a new group rather than force their operand into memory mid-kernel.
 std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<bool>& eligible);
 
+// A broadcast that one other group alone reads moves into that group, which reads the
+// broadcast's operand through a view: it is never written out. (An optimizer's bias
+// corrections, scalars broadcast to a parameter's shape, would otherwise be stored by
+// one kernel and streamed back by the next.) Only the pair's edge changes: the reader
+// now takes the operand, which the producer computes before it, from the same producer.
+// Groups may be left empty.
+void absorb_broadcasts(const Graph& graph, std::vector<FusionGroup>& groups);
+
 }  // namespace glia
