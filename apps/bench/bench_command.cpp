@@ -12,10 +12,6 @@
 #include "bench.hpp"
 #include "glia/glia.hpp"
 
-#ifdef GLIA_BENCH_OPENMP
-#include <omp.h>
-#endif
-
 namespace glia::bench {
 
 namespace {
@@ -94,11 +90,9 @@ int run_bench(Settings s) {
   for (const std::string& b : backends)
     check(b == "interp" || b == "cpu", "--backends: unknown backend '", b,
           "' (known: interp, cpu)");
-#ifdef GLIA_BENCH_OPENMP
   // The cpu backend and oneDNN share OpenMP's pool; build() and TrainStep take no thread
   // count, so the pool's size is set here for every compiled function.
-  omp_set_num_threads(s.threads);
-#endif
+  cpu::set_threads(s.threads);
   Environment env;
   env.blas = selected_blas();
   env.peer_path = find_peer(s, env.peer_missing);

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "glia/compiler/registry.hpp"
+#include "glia/compiler/cpu_backend.hpp"
 #include "mnist_models.hpp"
 
 namespace glia::cli {
@@ -50,7 +51,7 @@ Data load(const DataFlags& f) {
   const std::vector<std::string>& names = backend_names();
   check(std::find(names.begin(), names.end(), f.backend) != names.end(), "unknown backend '",
         f.backend, "'");
-  set_num_threads(f.threads);
+  cpu::set_threads(f.threads);
   Mnist m = load_mnist(data_dir(f));
   return {{mnist_inputs(f.model, m.train_images), one_hot_labels(m.train_labels, 10)},
           {mnist_inputs(f.model, m.test_images), one_hot_labels(m.test_labels, 10)}};

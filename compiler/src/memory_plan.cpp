@@ -1,5 +1,8 @@
-// Liveness analysis and greedy arena packing over a graph's computed values.
+// Greedy arena packing of lifetimes, and the plan of a graph's reference program.
 #include "glia/compiler/memory_plan.hpp"
+
+#include "glia/compiler/lowering.hpp"
+#include "lowering/state.hpp"
 
 #include <algorithm>
 #include <map>
@@ -8,12 +11,6 @@
 namespace glia {
 
 namespace {
-
-bool planned(const Node& n) { return n.op != Op::parameter && n.op != Op::constant; }
-
-std::int64_t value_bytes(const TensorType& t) {
-  return t.shape.numel() * static_cast<std::int64_t>(dtype_size(t.dtype));
-}
 
 std::int64_t round_up(std::int64_t n, std::int64_t alignment) {
   return (n + alignment - 1) / alignment * alignment;
@@ -73,31 +70,9 @@ ArenaLayout pack_arena(const std::vector<Lifetime>& lifetimes, std::int64_t alig
 
 MemoryPlan plan_memory(const Graph& g, std::int64_t alignment) {
   check(alignment > 0, "plan_memory: alignment must be positive, got ", alignment);
-  const auto n = static_cast<std::size_t>(g.size());
-  MemoryPlan plan;
-  plan.offsets.assign(n, -1);
-  // A value dies at its last reader; one nobody reads dies where it is born.
-  plan.last_use.resize(n);
-  std::iota(plan.last_use.begin(), plan.last_use.end(), std::int64_t{0});
-  for (std::size_t i = 0; i < n; ++i)
-    for (ValueId in : g.nodes()[i].inputs)
-      plan.last_use[static_cast<std::size_t>(in)] = static_cast<std::int64_t>(i);
-  for (ValueId out : g.outputs()) plan.last_use[static_cast<std::size_t>(out)] = g.size();
-
-  std::vector<Lifetime> lifetimes;
-  std::vector<std::size_t> ids;
-  for (std::size_t i = 0; i < n; ++i) {
-    const Node& node = g.nodes()[i];
-    if (!planned(node)) continue;
-    lifetimes.push_back({static_cast<std::int64_t>(i), plan.last_use[i], value_bytes(node.type)});
-    ids.push_back(i);
-  }
-  ArenaLayout layout = pack_arena(lifetimes, alignment);
-  for (std::size_t k = 0; k < ids.size(); ++k) plan.offsets[ids[k]] = layout.offsets[k];
-  plan.value_count = static_cast<std::int64_t>(ids.size());
-  plan.arena_bytes = layout.arena_bytes;
-  plan.peak_live_bytes = layout.peak_live_bytes;
-  return plan;
+  Program program = lower(g, ReferenceTarget("a plan of reference kernels"));
+  lowering::place(program, alignment);
+  return program.memory;
 }
 
 }  // namespace glia

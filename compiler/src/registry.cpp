@@ -2,10 +2,6 @@
 // initialisation, not by static objects that a static link could leave out.
 #include "glia/compiler/registry.hpp"
 
-#ifdef GLIA_CPU_OPENMP
-#include <omp.h>
-#endif
-
 #include <map>
 #include <mutex>
 #include <set>
@@ -81,21 +77,6 @@ std::string default_backend() {
 #endif
 }
 
-void set_num_threads(int n) {
-  check(n >= 1, "set_num_threads: need at least 1 thread, got ", n);
-#ifdef GLIA_CPU_OPENMP
-  omp_set_num_threads(n);
-#endif
-}
-
-int num_threads() {
-#ifdef GLIA_CPU_OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
 std::vector<std::string> backend_names() {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
@@ -106,8 +87,8 @@ std::vector<std::string> backend_names() {
 
 std::unique_ptr<Executable> compile_graph(const Graph& graph, std::string_view backend_name,
                                           const CompileOptions& options) {
-  check(options.threads >= 0, "compile '", graph.name(), "': threads must be >= 0, got ",
-        options.threads);
+  check(options.cpu.threads >= 0, "compile '", graph.name(), "': cpu threads must be >= 0, got ",
+        options.cpu.threads);
   const Backend& b = backend(backend_name);
   if (options.verify) verify(graph);
   // The backend sees the optimized graph: it supports what is left after the passes.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/test_util.hpp"
@@ -23,11 +24,59 @@ inline bool cpu_backend_built() {
 #define GLIA_REQUIRE_CPU_BACKEND() \
   if (!::glia::testing::cpu_backend_built()) GTEST_SKIP() << "glia was built without oneDNN"
 
-// How many times `part` occurs in `text` (kernels of a kind in a describe() dump).
+// How many times `part` occurs in `text`.
 inline int count_text(const std::string& text, const std::string& part) {
   int n = 0;
   for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
   return n;
+}
+
+// How many kernels of the executable's program are of this kind ("matmul", "fused", ...).
+inline int count_kernels(const Executable& exe, std::string_view kind) {
+  int n = 0;
+  for (const Kernel& k : exe.program().kernels) n += kind == k.kind();
+  return n;
+}
+
+// The ops of the program's reference kernels, in run order.
+inline std::vector<Op> reference_ops(const Executable& exe) {
+  std::vector<Op> ops;
+  for (const auto* r : exe.program().specs<ReferenceSpec>()) ops.push_back(r->op);
+  return ops;
+}
+
+inline bool on_reference(const Executable& exe, Op op) {
+  auto ops = reference_ops(exe);
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// Direct kernels of the program computing `op`.
+inline int count_direct(const Executable& exe, Op op) {
+  int n = 0;
+  for (const auto* d : exe.program().specs<DirectSpec>()) n += d->op == op;
+  return n;
+}
+
+// The program's only matmul (the calling test fails when there is not exactly one).
+inline const MatmulSpec& only_matmul(const Executable& exe) {
+  auto found = exe.program().specs<MatmulSpec>();
+  EXPECT_EQ(found.size(), 1u) << exe.describe();
+  static const MatmulSpec none;
+  return found.empty() ? none : *found[0];
+}
+
+// "[batch x ]MxKxN" of a matmul spec, for comparisons.
+inline std::string matmul_dims(const MatmulSpec& mm) {
+  std::string s;
+  for (std::int64_t b : mm.batch) s += cat(b, " x ");
+  return s + cat(mm.m, "x", mm.k, "x", mm.n);
+}
+
+// The kernel computing `value`: glia::Error-free null when none covers it.
+template <class S>
+const S* spec_of(const Executable& exe, ValueId value) {
+  const Kernel* k = exe.program().kernel_of(value);
+  return k ? std::get_if<S>(&k->spec) : nullptr;
 }
 
 // Uniform values in [lo, hi) of `dtype` (integers and bool: rounded / thresholded).
@@ -51,16 +100,17 @@ inline std::vector<Tensor> seeded_inputs(const Graph& g, unsigned seed = 1) {
   return inputs;
 }
 
-// Runs g on `cpu` and on `interp`; each output must have the same type and be allclose.
-// Returns the cpu executable, for its describe(). The graph is compiled as traced (no
-// optimization passes), so each op under test reaches the backend.
-inline std::unique_ptr<Executable> expect_cpu_matches_interp(const Graph& g,
-                                                             const std::vector<Tensor>& inputs,
-                                                             double rtol = 1e-5,
-                                                             double atol = 1e-6) {
+// Runs g on a backend and on `interp`; each output must have the same type and be
+// allclose. Returns the backend's executable, for its program. The graph is compiled as
+// traced (no optimization passes), so each op under test reaches the backend.
+inline std::unique_ptr<Executable> expect_backend_matches_interp(const std::string& backend_name,
+                                                                 const Graph& g,
+                                                                 const std::vector<Tensor>& inputs,
+                                                                 double rtol = 1e-5,
+                                                                 double atol = 1e-6) {
   CompileOptions as_traced;
   as_traced.optimize = false;
-  auto cpu = compile_graph(g, "cpu", as_traced);
+  auto cpu = compile_graph(g, backend_name, as_traced);
   auto interp = compile_graph(g, "interp", as_traced);
   std::vector<Tensor> got = cpu->run(inputs);
   std::vector<Tensor> want = interp->run(inputs);
@@ -73,6 +123,13 @@ inline std::unique_ptr<Executable> expect_cpu_matches_interp(const Graph& g,
         << cpu->describe();
   }
   return cpu;
+}
+
+inline std::unique_ptr<Executable> expect_cpu_matches_interp(const Graph& g,
+                                                             const std::vector<Tensor>& inputs,
+                                                             double rtol = 1e-5,
+                                                             double atol = 1e-6) {
+  return expect_backend_matches_interp("cpu", g, inputs, rtol, atol);
 }
 
 }  // namespace glia::testing

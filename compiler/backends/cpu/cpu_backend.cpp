@@ -1,11 +1,12 @@
-// The `cpu` backend: compiling lowers the graph into kernels — oneDNN primitives, fused
-// element-wise groups, reference kernels for the rest (program.hpp) — orders them, and
-// plans one arena for the values they pass each other. Running binds the inputs, gives
-// each kernel its output buffers (arena slices; a donated input for an output of its
-// type; last run's output buffer when the caller let go of it) and runs the kernels.
+// The `cpu` backend: compiling lowers the graph into a Program (glia/compiler/lowering.hpp)
+// for a target that realises each spec it accepts — oneDNN primitives with post-ops, glia's
+// small matmul, the tile executor, direct kernels — and keeps those realisations. Running
+// binds where every value lives (the arena slices of the program's placement, the inputs,
+// the output buffers: a donated input's storage, or one of two buffers per output used in
+// turn) and runs the kernels over those raw pointers.
 // Threads: oneDNN's CPU runtime here is OpenMP (Debian's libdnnl, libgomp), and the fused
-// kernels use the same pool; CompileOptions::threads sets the OpenMP thread count of the
-// calling thread while a program is compiled and while it runs (0: OMP_NUM_THREADS).
+// kernels use the same pool; CompileOptions::cpu.threads sets the OpenMP thread count of
+// the calling thread while a program is compiled and while it runs (0: as it is).
 #include "backends/cpu/cpu_backend.hpp"
 
 #include <algorithm>
@@ -14,45 +15,118 @@
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
-#include <sstream>
+#include <unordered_map>
 
 #include <dnnl.hpp>
 
-#include "backends/cpu/program.hpp"
+#include "backends/cpu/realise.hpp"
+#include "glia/compiler/lowering.hpp"
 
 namespace glia::detail {
 
 namespace {
 
-using cpu::Kernel;
+using cpu::CpuKernel;
 using cpu::ThreadScope;
 
-std::int64_t value_bytes(const TensorType& t) {
-  return t.shape.numel() * static_cast<std::int64_t>(dtype_size(t.dtype));
+// Which nodes the cpu backend expects on the reference kernel, and why; empty for any
+// other node (a fallback nobody declared: the op suite's test fails on it).
+std::string cpu_fallback_reason(const Graph& g, ValueId id) {
+  const Node& n = g.node(id);
+  auto zero_size = [&] {
+    if (n.type.shape.numel() == 0) return true;
+    for (ValueId in : n.inputs)
+      if (g.type(in).shape.numel() == 0) return true;
+    return false;
+  };
+  switch (n.op) {
+    case Op::dot_general:
+      if (n.type.dtype != DType::f32) return "cpu multiplies f32 matrices only";
+      if (!matmul_view(std::get<DotAttrs>(n.attrs), g.type(n.inputs[0]).shape,
+                       g.type(n.inputs[1]).shape))
+        return "zero-size, or axes that do not fold into a strided matmul";
+      if (std::get<DotAttrs>(n.attrs).lhs_batch.size() + 2 > std::size_t(DNNL_MAX_NDIMS))
+        return "more batch axes than oneDNN takes";
+      return "";
+    case Op::convolution: {
+      const auto& c = std::get<ConvAttrs>(n.attrs);
+      bool dilated = std::any_of(c.input_dilation.begin(), c.input_dilation.end(),
+                                 [](std::int64_t d) { return d != 1; });
+      bool reversed_kernel = g.node(n.inputs[1]).op == Op::reverse;
+      if (n.type.dtype != DType::f32) return "cpu convolves f32 only";
+      if (zero_size()) return "a zero-size convolution";
+      if (n.type.shape.rank() > 5) return "oneDNN convolves at most 3 spatial dimensions";
+      if (std::any_of(c.padding_low.begin(), c.padding_low.end(), [](auto p) { return p < 0; }))
+        return "negative padding";
+      if (c.batch_groups != 1) return "batch groups (a grouped kernel's gradient)";
+      if (c.feature_groups != 1 && (dilated || reversed_kernel))
+        return "the input gradient of a grouped convolution";
+      if (dilated && !reversed_kernel) return "input dilation without autograd's reversed kernel";
+      return "";
+    }
+    case Op::window_max:
+    case Op::select_and_scatter: {
+      if (n.type.dtype != DType::f32) return "cpu pools f32 only";
+      if (zero_size()) return "a zero-size pooling";
+      const auto& a = std::get<WindowAttrs>(n.attrs);
+      int windowed = 0;
+      for (std::size_t i = 0; i < a.window.size(); ++i) {
+        if (a.base_dilation[i] != 1) return "base dilation";
+        windowed += a.window[i] != 1 || a.strides[i] != 1 || a.padding_low[i] != 0 ||
+                    a.padding_high[i] != 0;
+      }
+      if (std::max(windowed, int(a.window.size()) - 2) > 3)
+        return "windows over more than three axes besides batch and channels";
+      return "";
+    }
+    default:
+      break;
+  }
+  // The tile executor's views hold 16 axes.
+  bool wide = n.type.shape.rank() > 16;
+  for (ValueId in : n.inputs) wide = wide || g.type(in).shape.rank() > 16;
+  return wide ? "more than 16 axes in a fused kernel's view" : "";
 }
 
-// Where an output of a kernel lives while the program runs.
-struct Placement {
-  enum Kind { none, arena, escaping, self } kind = none;
-  std::int64_t offset = 0;  // arena
-  int output_slot = -1;     // escaping: the index of its reusable output buffer
-  int donor = -1;           // escaping: the input whose storage it may take
+// The lowering's target: accepts a spec when it realises it, keeping the realisation for
+// the executable (oneDNN primitives are made once).
+class CpuTarget final : public LoweringTarget {
+ public:
+  explicit CpuTarget(const dnnl::engine& engine) : engine_(engine) {}
+  std::string_view name() const override { return "cpu"; }
+  bool accepts(const Graph& graph, const Kernel& kernel) const override {
+    auto made = cpu::realise(graph, kernel, engine_);
+    if (!made) return false;
+    prepared_[kernel.outputs.front()] = std::move(made);
+    return true;
+  }
+  std::string fallback_reason(const Graph& graph, ValueId node) const override {
+    return cpu_fallback_reason(graph, node);
+  }
+  // The realisation made while lowering `kernel`, or a new one (reference kernels).
+  std::unique_ptr<CpuKernel> take(const Graph& graph, const Kernel& kernel) {
+    auto it = prepared_.find(kernel.outputs.front());
+    if (it != prepared_.end()) return std::move(it->second);
+    auto made = cpu::realise(graph, kernel, engine_);
+    check(made != nullptr, "cpu backend: no realisation of ", kernel.describe(graph));
+    return made;
+  }
+
+ private:
+  const dnnl::engine& engine_;
+  mutable std::unordered_map<ValueId, std::unique_ptr<CpuKernel>> prepared_;
 };
 
-// Per concurrent run: the arena (with a tensor per arena value, made once), the
-// scratchpad, the value table and last run's output buffers.
+// Per concurrent run: the arena, the value table, the scratchpad, the output buffers and
+// the kernels' states.
 struct Workspace {
-  std::shared_ptr<Tensor> arena;
-  std::vector<Tensor> arena_values;  // by value id (undefined where not in the arena)
-  Tensor scratchpad;
-  std::vector<Tensor> values;
-  // By value id: a tensor of the value's type over arena bytes, bound where a run leaves
-  // an input or a kernel's own output, so the run drops its reference while the slot
-  // keeps its shape's buffer (binding the next run's tensor then allocates nothing).
-  std::vector<Tensor> idle;
-  std::vector<Tensor> output_buffers;                     // two per output slot
-  std::vector<unsigned char> output_turn;                 // which of the two to replace next
-  std::vector<unsigned char> donated;                     // by input: this run may write over it
+  Tensor arena, scratchpad;
+  std::vector<std::byte*> values;                      // by value id
+  std::vector<Tensor> held;                            // by input: a donating run's inputs
+  std::vector<unsigned char> donated;                  // by input: this run may write over it
+  std::vector<Tensor> slots;                           // by output slot: this run's buffer
+  std::vector<Tensor> output_buffers;                  // two per output slot
+  std::vector<unsigned char> output_turn;              // which of the two to replace next
   std::vector<std::unique_ptr<cpu::KernelState>> states;  // by kernel position
   dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
@@ -60,19 +134,22 @@ struct Workspace {
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(const Graph& graph, int threads, const dnnl::engine& engine)
-      : graph_(graph), engine_(engine), threads_(threads) {
+      : engine_(engine), threads_(threads) {
     ThreadScope scope(threads_);  // oneDNN picks its kernels for the thread count it sees
-    cpu::Lowering lowering(graph_, engine_);
-    cpu::lower_onednn(lowering);
-    cpu::lower_fused(lowering);
-    cpu::lower_direct(lowering);
-    cpu::lower_reference(lowering);
-    kernels_ = cpu::schedule(graph_, lowering.take_kernels());
+    CpuTarget target(engine_);
+    program_ = lower(graph, target);
+    for (const Kernel& k : program_.kernels) {
+      realised_.push_back(target.take(program_.graph, k));
+      scratchpad_bytes_ = std::max(scratchpad_bytes_, realised_.back()->scratchpad_bytes());
+    }
+    for (std::size_t i = 0; i < program_.placement.size(); ++i)
+      if (program_.placement[i].kind == Placement::Kind::output)
+        slot_values_.push_back(static_cast<ValueId>(i));
+    std::sort(slot_values_.begin(), slot_values_.end(), [&](ValueId a, ValueId b) {
+      return program_.placement[std::size_t(a)].index < program_.placement[std::size_t(b)].index;
+    });
     if (const char* p = std::getenv("GLIA_CPU_PROFILE"); p != nullptr && *p != '\0' && *p != '0')
-      profile_ = std::make_unique<Profile>(kernels_.size());
-    for (const auto& k : kernels_)
-      scratchpad_bytes_ = std::max(scratchpad_bytes_, k->scratchpad_bytes());
-    plan();
+      profile_ = std::make_unique<Profile>(realised_.size());
   }
 
   // With GLIA_CPU_PROFILE=1 in the environment, each kernel's time over every run is
@@ -81,56 +158,40 @@ class CpuExecutable final : public Executable {
     if (!profile_) return;
     std::vector<std::int64_t> ns;
     for (const auto& t : profile_->nanoseconds) ns.push_back(t.load());
-    std::cerr << cpu::profile_text(graph_.name(), kernels_, ns);
+    std::vector<std::string> texts;
+    for (const auto& k : realised_) texts.push_back(k->describe());
+    std::cerr << cpu::profile_text(program_, texts, ns);
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) const override {
-    check_inputs(inputs);
+    check_run_inputs(program_.graph, inputs);
     return execute(inputs, nullptr);
   }
 
   std::vector<Tensor> run_donated(std::vector<Tensor>&& inputs) const override {
-    check_inputs(inputs);
-    std::vector<Tensor> bound = std::move(inputs);
-    return execute(bound, &bound);
+    check_run_inputs(program_.graph, inputs);
+    std::vector<Tensor> given = std::move(inputs);
+    return execute(given, &given);
   }
 
-  const MemoryPlan& memory_plan() const override { return plan_; }
+  const Program& program() const override { return program_; }
 
-  std::string describe() const override;
+  std::string describe() const override {
+    return cat("cpu executable; threads: ", cpu::threads_text(threads_), "\n",
+               program_.describe([&](std::size_t k) { return realised_[k]->describe(); }));
+  }
 
  private:
-  void plan();
-  // Binds `inputs` (moved from `donated`'s tensors when it is given: the donating run)
-  // and runs the kernels.
-  std::vector<Tensor> execute(std::span<const Tensor> inputs, std::vector<Tensor>* donated) const;
+  std::vector<Tensor> execute(std::span<const Tensor> inputs, std::vector<Tensor>* donor) const;
   std::unique_ptr<Workspace> make_workspace() const;
-  static const Tensor& output_buffer(Workspace& ws, int slot, const TensorType& type);
+  static const Tensor& output_buffer(Workspace& ws, std::size_t slot, const TensorType& type);
 
-  void check_inputs(std::span<const Tensor> inputs) const {
-    check(inputs.size() == graph_.parameters().size(), "run: graph '", graph_.name(), "' takes ",
-          graph_.parameters().size(), " input(s), got ", inputs.size());
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const TensorType& want = graph_.type(graph_.parameters()[i]);
-      check(inputs[i].defined(), "run: graph '", graph_.name(), "' input ", i, " is undefined");
-      // The message's text only on a mismatch: building it costs more than a tiny run.
-      if (!(inputs[i].type() == want))
-        throw Error(cat("run: graph '", graph_.name(), "' input ", i, " expected ",
-                        want.to_string(), ", got ", inputs[i].type().to_string()));
-    }
-  }
-
-  Graph graph_;
   dnnl::engine engine_;
   int threads_ = 0;
-  std::vector<std::unique_ptr<Kernel>> kernels_;
-  std::vector<Placement> placement_;                 // by value id
-  std::vector<std::vector<ValueId>> release_after_;  // by kernel position
-  std::vector<ValueId> transient_;  // values bound per run: inputs and non-arena outputs
-  std::vector<std::pair<ValueId, Tensor>> constants_;
-  int output_slots_ = 0;
+  Program program_;
+  std::vector<std::unique_ptr<CpuKernel>> realised_;  // by kernel position
+  std::vector<ValueId> slot_values_;                  // by output slot
   std::size_t scratchpad_bytes_ = 0;
-  MemoryPlan plan_;
   struct Profile {
     explicit Profile(std::size_t n) : nanoseconds(n) {}
     std::vector<std::atomic<std::int64_t>> nanoseconds;
@@ -140,133 +201,51 @@ class CpuExecutable final : public Executable {
   mutable std::vector<std::unique_ptr<Workspace>> pool_;
 };
 
-void CpuExecutable::plan() {
-  const auto n = static_cast<std::size_t>(graph_.size());
-  placement_.assign(n, {});
-  std::vector<std::int64_t> last_read(n, -1), produced_at(n, -1);
-  std::vector<bool> is_output(n, false);
-  for (ValueId out : graph_.outputs()) is_output[static_cast<std::size_t>(out)] = true;
-  for (std::size_t k = 0; k < kernels_.size(); ++k) {
-    for (ValueId in : kernels_[k]->inputs)
-      last_read[static_cast<std::size_t>(in)] = std::int64_t(k);
-    for (ValueId out : kernels_[k]->outputs)
-      produced_at[static_cast<std::size_t>(out)] = std::int64_t(k);
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const Node& node = graph_.nodes()[i];
-    if (node.op == Op::constant)
-      constants_.emplace_back(static_cast<ValueId>(i), std::get<ConstantAttrs>(node.attrs).value);
-  }
-
-  std::vector<Lifetime> lifetimes;
-  std::vector<ValueId> arena_ids;
-  release_after_.assign(kernels_.size(), {});
-  std::vector<bool> donor_taken(graph_.parameters().size(), false);
-  for (std::size_t k = 0; k < kernels_.size(); ++k) {
-    const Kernel& kernel = *kernels_[k];
-    for (ValueId out : kernel.outputs) {
-      auto o = static_cast<std::size_t>(out);
-      Placement& p = placement_[o];
-      if (!kernel.writes_into_outputs()) {
-        p.kind = Placement::self;
-      } else if (is_output[o]) {
-        p.kind = Placement::escaping;
-        p.output_slot = output_slots_++;
-        // A donor: an input of the same type that no kernel reads after this one (or
-        // this one, where it writes element for element in place), not itself an output.
-        const auto& params = graph_.parameters();
-        for (std::size_t i = 0; i < params.size(); ++i) {
-          auto pid = static_cast<std::size_t>(params[i]);
-          if (donor_taken[i] || is_output[pid] ||
-              graph_.nodes()[pid].type != graph_.nodes()[o].type)
-            continue;
-          std::int64_t last = last_read[pid];
-          if (last < std::int64_t(k) ||
-              (last == std::int64_t(k) && kernel.in_place_ok(params[i], out))) {
-            p.donor = int(i);
-            donor_taken[i] = true;
-            break;
-          }
-        }
-      } else {
-        p.kind = Placement::arena;
-        std::int64_t end = std::max<std::int64_t>(last_read[o], std::int64_t(k));
-        lifetimes.push_back({std::int64_t(k), end, value_bytes(graph_.nodes()[o].type)});
-        arena_ids.push_back(out);
-      }
-    }
-    for (ValueId in : kernel.inputs) {
-      auto i = static_cast<std::size_t>(in);
-      if (last_read[i] == std::int64_t(k) && !is_output[i] && produced_at[i] >= 0 &&
-          placement_[i].kind != Placement::arena)  // arena values stay bound
-        release_after_[k].push_back(in);
-    }
-  }
-  transient_.assign(graph_.parameters().begin(), graph_.parameters().end());
-  for (std::size_t i = 0; i < n; ++i)
-    if (placement_[i].kind != Placement::none && placement_[i].kind != Placement::arena)
-      transient_.push_back(static_cast<ValueId>(i));
-  ArenaLayout layout = pack_arena(lifetimes);
-  plan_.offsets.assign(n, -1);
-  plan_.last_use = last_read;
-  for (std::size_t a = 0; a < arena_ids.size(); ++a) {
-    placement_[static_cast<std::size_t>(arena_ids[a])].offset = layout.offsets[a];
-    plan_.offsets[static_cast<std::size_t>(arena_ids[a])] = layout.offsets[a];
-  }
-  plan_.value_count = std::int64_t(arena_ids.size());
-  plan_.arena_bytes = layout.arena_bytes;
-  plan_.peak_live_bytes = layout.peak_live_bytes;
-}
-
 std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
+  const Graph& g = program_.graph;
   auto ws = std::make_unique<Workspace>();
-  ws->arena = std::make_shared<Tensor>(
-      Tensor::uninitialized(DType::u8, Shape{std::max<std::int64_t>(plan_.arena_bytes, 64)}));
-  auto* base = static_cast<std::byte*>(ws->arena->raw_data());
-  const auto n = static_cast<std::size_t>(graph_.size());
-  ws->arena_values.resize(n);
-  for (std::size_t i = 0; i < n; ++i)
-    if (placement_[i].kind == Placement::arena) {
-      const TensorType& t = graph_.nodes()[i].type;
-      ws->arena_values[i] = Tensor::wrap(
-          t.dtype, t.shape, std::shared_ptr<std::byte>(ws->arena, base + placement_[i].offset));
-    }
+  ws->arena = Tensor::uninitialized(DType::u8, Shape{std::max<std::int64_t>(
+                                                   program_.memory.arena_bytes, 64)});
+  auto* base = static_cast<std::byte*>(ws->arena.raw_data());
   if (scratchpad_bytes_ > 0)
     ws->scratchpad = Tensor::uninitialized(DType::u8, Shape{std::int64_t(scratchpad_bytes_)});
-  // Arena values and constants stay bound from run to run; the rest idle between runs.
-  ws->values.resize(n);
-  ws->idle.resize(n);
-  for (std::size_t i = 0; i < n; ++i) ws->values[i] = ws->arena_values[i];
-  for (ValueId id : transient_) {
-    const TensorType& t = graph_.nodes()[static_cast<std::size_t>(id)].type;
-    ws->idle[static_cast<std::size_t>(id)] =
-        Tensor::wrap(t.dtype, t.shape, std::shared_ptr<std::byte>(ws->arena, base));
-    ws->values[static_cast<std::size_t>(id)] = ws->idle[static_cast<std::size_t>(id)];
+  // Arena values and constants are where they are for good; inputs and outputs are bound
+  // per run.
+  ws->values.assign(static_cast<std::size_t>(g.size()), nullptr);
+  for (std::size_t i = 0; i < ws->values.size(); ++i) {
+    const Placement& p = program_.placement[i];
+    if (p.kind == Placement::Kind::arena) ws->values[i] = base + p.offset;
+    if (p.kind == Placement::Kind::constant)
+      ws->values[i] = static_cast<std::byte*>(const_cast<void*>(
+          std::get<ConstantAttrs>(g.nodes()[i].attrs).value.raw_data()));
   }
-  for (const auto& [id, t] : constants_) ws->values[static_cast<std::size_t>(id)] = t;
+  ws->held.resize(g.parameters().size());
+  ws->donated.resize(g.parameters().size(), 0);
+  ws->slots.resize(std::size_t(program_.output_slots));
+  ws->output_buffers.resize(std::size_t(program_.output_slots) * 2);
+  ws->output_turn.resize(std::size_t(program_.output_slots), 0);
   ws->stream = dnnl::stream(engine_);
-  ws->states.reserve(kernels_.size());
-  for (const auto& k : kernels_) ws->states.push_back(k->make_state());
-  ws->output_buffers.resize(static_cast<std::size_t>(output_slots_) * 2);
-  ws->output_turn.resize(static_cast<std::size_t>(output_slots_), 0);
+  ws->states.reserve(realised_.size());
+  for (const auto& k : realised_) ws->states.push_back(k->make_state());
   return ws;
 }
 
-// Two buffers per output that no input can take in place, used in turn: when a training
-// step's state comes back as the next step's donated input, the buffer the step before
-// wrote is free again, so a step allocates nothing once warm.
-// Returned by reference: copying it into the value table reuses the slot's shape buffer.
-const Tensor& CpuExecutable::output_buffer(Workspace& ws, int slot, const TensorType& type) {
-  Tensor* pair = &ws.output_buffers[static_cast<std::size_t>(slot) * 2];
+// Two buffers per output that no input takes in place, used in turn: when a training
+// step's state comes back as the next step's input, the buffer the step before wrote is
+// free again, so a step allocates nothing once warm.
+const Tensor& CpuExecutable::output_buffer(Workspace& ws, std::size_t slot,
+                                           const TensorType& type) {
+  Tensor* pair = &ws.output_buffers[slot * 2];
   for (int j = 0; j < 2; ++j)
     if (pair[j].unique_storage()) return pair[j];
-  Tensor& replaced = pair[ws.output_turn[static_cast<std::size_t>(slot)] ^= 1];
+  Tensor& replaced = pair[ws.output_turn[slot] ^= 1];
   replaced = Tensor::uninitialized(type.dtype, type.shape);
   return replaced;
 }
 
 std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
-                                           std::vector<Tensor>* donor_inputs) const {
+                                           std::vector<Tensor>* donor) const {
+  const Graph& g = program_.graph;
   std::unique_ptr<Workspace> ws;
   {
     std::lock_guard lock(pool_mutex_);
@@ -276,105 +255,67 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
     }
   }
   if (!ws) ws = make_workspace();
-  std::vector<Tensor>& values = ws->values;
-  std::vector<unsigned char>& donated = ws->donated;
-  donated.assign(inputs.size(), 0);
+  std::byte** values = ws->values.data();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    Tensor& slot = values[static_cast<std::size_t>(graph_.parameters()[i])];
-    if (donor_inputs) {
-      donated[i] = (*donor_inputs)[i].unique_storage();
-      slot = std::move((*donor_inputs)[i]);
-    } else {
-      slot = inputs[i];
+    const Tensor* t = &inputs[i];
+    if (donor != nullptr) {
+      ws->held[i] = std::move((*donor)[i]);
+      ws->donated[i] = ws->held[i].unique_storage();
+      t = &ws->held[i];
     }
+    values[static_cast<std::size_t>(g.parameters()[i])] =
+        static_cast<std::byte*>(const_cast<void*>(t->raw_data()));
   }
+  for (std::size_t s = 0; s < slot_values_.size(); ++s) {
+    const auto v = static_cast<std::size_t>(slot_values_[s]);
+    const Placement& p = program_.placement[v];
+    if (donor != nullptr && p.donor >= 0 && ws->donated[std::size_t(p.donor)])
+      ws->slots[s] = ws->held[std::size_t(p.donor)];
+    else
+      ws->slots[s] = output_buffer(*ws, s, g.nodes()[v].type);
+    values[v] = static_cast<std::byte*>(ws->slots[s].raw_data());
+  }
+  auto release = [&] {
+    for (Tensor& t : ws->held) t = Tensor();
+    for (Tensor& t : ws->slots) t = Tensor();
+    std::lock_guard lock(pool_mutex_);
+    pool_.push_back(std::move(ws));
+  };
   ThreadScope scope(threads_);
   cpu::FlushDenormals flush;
   cpu::RunContext ctx{values, ws->stream,
                       ws->scratchpad.defined() ? ws->scratchpad.raw_data() : nullptr};
+  std::vector<Tensor> outputs;
   try {
-    for (std::size_t k = 0; k < kernels_.size(); ++k) {
-      const Kernel& kernel = *kernels_[k];
-      if (kernel.writes_into_outputs())
-        for (ValueId out : kernel.outputs) {
-          auto o = static_cast<std::size_t>(out);
-          const Placement& p = placement_[o];
-          if (p.kind == Placement::arena) {
-            values[o] = ws->arena_values[o];
-          } else if (p.donor >= 0 && donated[static_cast<std::size_t>(p.donor)]) {
-            values[o] = values[static_cast<std::size_t>(graph_.parameters()[std::size_t(p.donor)])];
-          } else {
-            values[o] = output_buffer(*ws, p.output_slot, graph_.nodes()[o].type);
-          }
-        }
+    for (std::size_t k = 0; k < realised_.size(); ++k) {
       ctx.state = ws->states[k].get();
       if (profile_) {
         auto t0 = std::chrono::steady_clock::now();
-        kernel.run(ctx);
+        realised_[k]->run(ctx);
         profile_->nanoseconds[k] += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now() - t0)
                                         .count();
       } else {
-        kernel.run(ctx);
+        realised_[k]->run(ctx);
       }
-      for (ValueId v : release_after_[k])
-        values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
+    }
+    outputs.reserve(g.outputs().size());
+    for (ValueId out : g.outputs()) {
+      const Placement& p = program_.placement[static_cast<std::size_t>(out)];
+      if (p.kind == Placement::Kind::output)
+        outputs.push_back(ws->slots[std::size_t(p.index)]);
+      else if (p.kind == Placement::Kind::input)
+        outputs.push_back(donor != nullptr ? ws->held[std::size_t(p.index)]
+                                           : inputs[std::size_t(p.index)]);
+      else
+        outputs.push_back(std::get<ConstantAttrs>(g.node(out).attrs).value);
     }
   } catch (...) {
-    for (ValueId v : transient_)
-      values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
-    std::lock_guard lock(pool_mutex_);
-    pool_.push_back(std::move(ws));
+    release();
     throw;
   }
-  std::vector<Tensor> outputs;
-  outputs.reserve(graph_.outputs().size());
-  for (ValueId out : graph_.outputs()) outputs.push_back(values[static_cast<std::size_t>(out)]);
-  for (ValueId v : transient_)
-    values[static_cast<std::size_t>(v)] = ws->idle[static_cast<std::size_t>(v)];
-  std::lock_guard lock(pool_mutex_);
-  pool_.push_back(std::move(ws));
+  release();
   return outputs;
-}
-
-std::string CpuExecutable::describe() const {
-  std::ostringstream lines;
-  std::map<std::string, int> counts;
-  int donations = 0;
-  for (std::size_t i = 0; i < graph_.parameters().size(); ++i)
-    lines << "    %" << graph_.parameters()[i] << " = input " << i << " : "
-          << graph_.type(graph_.parameters()[i]).to_string() << "\n";
-  for (const auto& kernel : kernels_) {
-    std::string text = kernel->describe();
-    counts[text.substr(0, text.find(' '))] += 1;
-    lines << "    ";
-    for (std::size_t i = 0; i < kernel->outputs.size(); ++i)
-      lines << (i > 0 ? ", %" : "%") << kernel->outputs[i];
-    lines << " = " << text << " :";
-    for (ValueId out : kernel->outputs) {
-      const Placement& p = placement_[static_cast<std::size_t>(out)];
-      lines << " " << graph_.type(out).to_string();
-      if (p.kind == Placement::arena) lines << " @arena+" << p.offset;
-      if (p.kind == Placement::escaping && p.donor >= 0) {
-        lines << " (in place of input " << p.donor << " when donated)";
-        ++donations;
-      }
-    }
-    if (kernel->covered.size() > kernel->outputs.size())
-      lines << " [" << kernel->covered.size() << " nodes]";
-    lines << "\n";
-  }
-  std::ostringstream out;
-  out << "cpu executable '" << graph_.name() << "': " << graph_.size() << " values, "
-      << graph_.parameters().size() << " input(s), " << graph_.outputs().size() << " output(s); "
-      << kernels_.size() << " kernel(s):";
-  for (const auto& [kind, count] : counts) out << " " << count << " " << kind;
-  out << "\n  threads: " << cpu::threads_text(threads_) << "\n  arena: " << plan_.arena_bytes
-      << " B for " << plan_.value_count << " values (peak " << plan_.peak_live_bytes << " B live); "
-      << donations << " output(s) can update a donated input in place\n"
-      << "  kernels:\n"
-      << lines.str() << to_text(graph_);
-  return out.str();
 }
 
 class CpuBackend final : public Backend {
@@ -384,10 +325,10 @@ class CpuBackend final : public Backend {
   bool supports(Op) const override { return true; }
   std::unique_ptr<Executable> compile(const Graph& graph,
                                       const CompileOptions& options) const override {
-    check(options.threads >= 0, "compile '", graph.name(), "' on cpu: threads must be >= 0, got ",
-          options.threads);
+    check(options.cpu.threads >= 0, "compile '", graph.name(),
+          "' on cpu: threads must be >= 0, got ", options.cpu.threads);
     if (options.verify) verify(graph);
-    return std::make_unique<CpuExecutable>(graph, options.threads, engine_);
+    return std::make_unique<CpuExecutable>(graph, options.cpu.threads, engine_);
   }
 
  private:

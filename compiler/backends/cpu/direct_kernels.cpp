@@ -6,7 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "backends/cpu/program.hpp"
+#include "backends/cpu/realise.hpp"
 #include "glia/core/attrs.hpp"
 #include "glia/core/error.hpp"
 #include "glia/core/tensor.hpp"
@@ -36,21 +36,17 @@ T narrow(Acc<T> v) {
     return static_cast<T>(v);
 }
 
-const Tensor& value(const RunContext& ctx, ValueId id) {
-  return ctx.values[static_cast<std::size_t>(id)];
-}
-
 // ---- window_sum -----------------------------------------------------------------------
 
 // Per axis and output coordinate, the operand coordinates its window covers (padding and
 // base-dilation holes left out), in window order, premultiplied by the operand stride.
-class WindowSumKernel final : public Kernel {
+class WindowSumKernel final : public CpuKernel {
  public:
-  WindowSumKernel(const Lowering& l, ValueId id) {
-    const Node& n = l.node(id);
+  WindowSumKernel(const Graph& g, const DirectSpec& spec) : in_(spec.operands[0]), out_(spec.node) {
+    const Node& n = g.node(spec.node);
     const auto& a = std::get<WindowAttrs>(n.attrs);
-    const Shape& x = l.graph().type(n.inputs[0]).shape;
-    out_ = n.type.shape;
+    const Shape& x = g.type(n.inputs[0]).shape;
+    out_shape_ = n.type.shape;
     dtype_ = n.type.dtype;
     const int rank = x.rank();
     std::vector<std::int64_t> strides = x.strides();
@@ -62,7 +58,7 @@ class WindowSumKernel final : public Kernel {
       const std::int64_t extent = d == 0 ? 0 : (d - 1) * b + 1;
       auto& begin = begin_[u];
       begin.push_back(static_cast<std::int64_t>(offsets_.size()));
-      for (std::int64_t o = 0; o < out_[i]; ++o) {
+      for (std::int64_t o = 0; o < out_shape_[i]; ++o) {
         for (std::int64_t w = 0; w < a.window[u]; ++w) {
           std::int64_t p = o * a.strides[u] + w * a.window_dilation[u] - a.padding_low[u];
           if (p >= 0 && p < extent && p % b == 0) offsets_.push_back((p / b) * strides[u]);
@@ -71,28 +67,22 @@ class WindowSumKernel final : public Kernel {
       }
       window_numel_ *= a.window[u];
     }
-    inputs = {n.inputs[0]};
-    outputs = {id};
-    covered = {id};
-    text_ = cat("direct window_sum ", l.graph().type(n.inputs[0]).to_string(), " -> ",
-                n.type.to_string());
   }
 
   void run(RunContext& ctx) const override {
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (!std::is_same_v<T, bool>)
-        sum<T>(static_cast<const T*>(value(ctx, inputs[0]).raw_data()),
-               static_cast<T*>(ctx.values[static_cast<std::size_t>(outputs[0])].raw_data()));
+        sum<T>(ctx.at<const T>(in_), ctx.at<T>(out_));
     });
   }
-  std::string describe() const override { return text_; }
+  std::string describe() const override { return "glia window sum"; }
 
  private:
   template <class T>
   void sum(const T* x, T* y) const {
-    const std::int64_t numel = out_.numel();
-    const int rank = out_.rank();
+    const std::int64_t numel = out_shape_.numel();
+    const int rank = out_shape_.rank();
     const bool large = double(numel) * double(window_numel_) >= kSingleThreadFlops;
 #pragma omp parallel if (large)
     {
@@ -105,8 +95,8 @@ class WindowSumKernel final : public Kernel {
         bool empty = false;
         for (int r = rank - 1; r >= 0; --r) {
           auto u = static_cast<std::size_t>(r);
-          coord[u] = rest % out_[r];
-          rest /= out_[r];
+          coord[u] = rest % out_shape_[r];
+          rest /= out_shape_[r];
           pos[u] = begin_[u][static_cast<std::size_t>(coord[u])];
           empty = empty || pos[u] == begin_[u][static_cast<std::size_t>(coord[u]) + 1];
         }
@@ -130,12 +120,12 @@ class WindowSumKernel final : public Kernel {
     }
   }
 
-  Shape out_;
+  ValueId in_, out_;
+  Shape out_shape_;
   DType dtype_ = DType::f32;
-  std::vector<std::vector<std::int64_t>> begin_;  // per axis, out_[i] + 1 list bounds
+  std::vector<std::vector<std::int64_t>> begin_;  // per axis, out_shape_[i] + 1 list bounds
   std::vector<std::int64_t> offsets_;
   std::int64_t window_numel_ = 1;
-  std::string text_;
 };
 
 // ---- gather and scatter_add -----------------------------------------------------------
@@ -144,23 +134,17 @@ class WindowSumKernel final : public Kernel {
 struct AxisSplit {
   std::int64_t outer = 1, size = 1, inner = 1;
 };
-AxisSplit split_at(const Shape& x, int axis) {
-  AxisSplit s;
-  for (int i = 0; i < axis; ++i) s.outer *= x[i];
-  s.size = x[axis];
-  for (int i = axis + 1; i < x.rank(); ++i) s.inner *= x[i];
-  return s;
-}
+AxisSplit split_of(const DirectSpec& s) { return {s.outer, s.size, s.inner}; }
 
 // The indices as i64, each checked to lie in [0, size) before any thread starts (an
 // out-of-range index is a glia::Error, as in the reference kernel).
-void read_indices(std::string_view op, const Tensor& indices, std::int64_t size, int axis,
-                  std::vector<std::int64_t>& out) {
-  out.resize(static_cast<std::size_t>(indices.numel()));
-  visit_dtype(indices.dtype(), [&](auto tag) {
+void read_indices(std::string_view op, DType dtype, const std::byte* indices, std::int64_t count,
+                  std::int64_t size, int axis, std::vector<std::int64_t>& out) {
+  out.resize(static_cast<std::size_t>(count));
+  visit_dtype(dtype, [&](auto tag) {
     using I = decltype(tag);
     if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
-      const I* p = static_cast<const I*>(indices.raw_data());
+      const I* p = reinterpret_cast<const I*>(indices);
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::int64_t>(p[i]);
     }
   });
@@ -173,19 +157,14 @@ struct IndexState final : KernelState {
   std::vector<std::int64_t> indices;
 };
 
-class GatherKernel final : public Kernel {
+class GatherKernel final : public CpuKernel {
  public:
-  GatherKernel(const Lowering& l, ValueId id) {
-    const Node& n = l.node(id);
+  GatherKernel(const Graph& g, const DirectSpec& spec)
+      : split_(split_of(spec)), x_(spec.operands[0]), indices_(spec.operands[1]), out_(spec.node) {
+    const Node& n = g.node(spec.node);
     axis_ = static_cast<int>(std::get<AxisAttrs>(n.attrs).axis);
-    split_ = split_at(l.graph().type(n.inputs[0]).shape, axis_);
+    indices_type_ = g.type(indices_);
     row_bytes_ = split_.inner * static_cast<std::int64_t>(dtype_size(n.type.dtype));
-    inputs = {n.inputs[0]};
-    if (n.inputs[1] != n.inputs[0]) inputs.push_back(n.inputs[1]);
-    outputs = {id};
-    covered = {id};
-    text_ = cat("direct gather axis ", axis_, " ", l.graph().type(n.inputs[0]).to_string(), " [",
-                l.graph().type(n.inputs[1]).to_string(), "] -> ", n.type.to_string());
   }
   std::unique_ptr<KernelState> make_state() const override {
     return std::make_unique<IndexState>();
@@ -193,10 +172,11 @@ class GatherKernel final : public Kernel {
 
   void run(RunContext& ctx) const override {
     auto& idx = static_cast<IndexState*>(ctx.state)->indices;
-    read_indices("gather", value(ctx, inputs.back()), split_.size, axis_, idx);
+    read_indices("gather", indices_type_.dtype, ctx.at(indices_), indices_type_.shape.numel(),
+                 split_.size, axis_, idx);
     const auto n = static_cast<std::int64_t>(idx.size());
-    const auto* x = static_cast<const std::byte*>(value(ctx, inputs[0]).raw_data());
-    auto* y = static_cast<std::byte*>(ctx.values[static_cast<std::size_t>(outputs[0])].raw_data());
+    const std::byte* x = ctx.at(x_);
+    std::byte* y = ctx.at(out_);
     const std::int64_t rows = split_.outer * n, row = row_bytes_;
     if (row == 0) return;
     const std::int64_t* ip = idx.data();
@@ -206,32 +186,27 @@ class GatherKernel final : public Kernel {
       std::memcpy(y + r * row, x + (o * split_.size + ip[j]) * row, static_cast<std::size_t>(row));
     }
   }
-  std::string describe() const override { return text_; }
+  std::string describe() const override { return "glia row copies"; }
 
  private:
   int axis_ = 0;
   AxisSplit split_;
+  ValueId x_, indices_, out_;
+  TensorType indices_type_;
   std::int64_t row_bytes_ = 0;
-  std::string text_;
 };
 
 // Accumulates into the scratchpad in the reference kernel's widths (double / u64), so
 // duplicate indices round once, then narrows into the output.
-class ScatterAddKernel final : public Kernel {
+class ScatterAddKernel final : public CpuKernel {
  public:
-  ScatterAddKernel(const Lowering& l, ValueId id) {
-    const Node& n = l.node(id);
+  ScatterAddKernel(const Graph& g, const DirectSpec& spec)
+      : split_(split_of(spec)), operands_(spec.operands), out_(spec.node) {
+    const Node& n = g.node(spec.node);
     axis_ = static_cast<int>(std::get<AxisAttrs>(n.attrs).axis);
-    split_ = split_at(n.type.shape, axis_);
     dtype_ = n.type.dtype;
     numel_ = n.type.shape.numel();
-    for (ValueId in : n.inputs)
-      if (std::find(inputs.begin(), inputs.end(), in) == inputs.end()) inputs.push_back(in);
-    operands_ = {n.inputs[0], n.inputs[1], n.inputs[2]};
-    outputs = {id};
-    covered = {id};
-    text_ = cat("direct scatter_add axis ", axis_, " ", n.type.to_string(), " <- ",
-                l.graph().type(n.inputs[2]).to_string());
+    indices_type_ = g.type(operands_[1]);
   }
   std::unique_ptr<KernelState> make_state() const override {
     return std::make_unique<IndexState>();
@@ -242,18 +217,17 @@ class ScatterAddKernel final : public Kernel {
 
   void run(RunContext& ctx) const override {
     auto& idx = static_cast<IndexState*>(ctx.state)->indices;
-    read_indices("scatter_add", value(ctx, operands_[1]), split_.size, axis_, idx);
+    read_indices("scatter_add", indices_type_.dtype, ctx.at(operands_[1]),
+                 indices_type_.shape.numel(), split_.size, axis_, idx);
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (!std::is_same_v<T, bool>)
-        add<T>(static_cast<const T*>(value(ctx, operands_[0]).raw_data()), idx.data(),
-               static_cast<std::int64_t>(idx.size()),
-               static_cast<const T*>(value(ctx, operands_[2]).raw_data()),
-               static_cast<Acc<T>*>(ctx.scratchpad),
-               static_cast<T*>(ctx.values[static_cast<std::size_t>(outputs[0])].raw_data()));
+        add<T>(ctx.at<const T>(operands_[0]), idx.data(), static_cast<std::int64_t>(idx.size()),
+               ctx.at<const T>(operands_[2]), static_cast<Acc<T>*>(ctx.scratchpad),
+               ctx.at<T>(out_));
     });
   }
-  std::string describe() const override { return text_; }
+  std::string describe() const override { return "glia blocked accumulation"; }
 
  private:
   template <class T>
@@ -289,7 +263,8 @@ class ScatterAddKernel final : public Kernel {
   DType dtype_ = DType::f32;
   std::int64_t numel_ = 0;
   std::vector<ValueId> operands_;
-  std::string text_;
+  ValueId out_;
+  TensorType indices_type_;
 };
 
 // ---- argmax / argmin ------------------------------------------------------------------
@@ -298,31 +273,21 @@ class ScatterAddKernel final : public Kernel {
 // as the extreme (the first NaN wins), as the reference kernel and numpy do. Inner > 1
 // keeps a running best per column so the rows are read contiguously.
 template <bool kMax>
-class ArgReduceKernel final : public Kernel {
+class ArgReduceKernel final : public CpuKernel {
  public:
-  ArgReduceKernel(const Lowering& l, ValueId id) {
-    const Node& n = l.node(id);
-    const auto& a = std::get<ArgReduceAttrs>(n.attrs);
-    const TensorType& x = l.graph().type(n.inputs[0]);
-    split_ = split_at(x.shape, static_cast<int>(a.axis));
-    dtype_ = x.dtype;
-    inputs = {n.inputs[0]};
-    outputs = {id};
-    covered = {id};
-    text_ = cat("direct ", kMax ? "argmax" : "argmin", " axis ", a.axis, " ", x.to_string(), " -> ",
-                n.type.to_string());
+  ArgReduceKernel(const Graph& g, const DirectSpec& spec)
+      : split_(split_of(spec)), x_(spec.operands[0]), out_(spec.node) {
+    dtype_ = g.type(x_).dtype;
   }
 
   void run(RunContext& ctx) const override {
-    auto* y =
-        static_cast<std::int64_t*>(ctx.values[static_cast<std::size_t>(outputs[0])].raw_data());
+    auto* y = ctx.at<std::int64_t>(out_);
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (!std::is_same_v<T, bool>)
-        reduce<T>(static_cast<const T*>(value(ctx, inputs[0]).raw_data()), y);
+      if constexpr (!std::is_same_v<T, bool>) reduce<T>(ctx.at<const T>(x_), y);
     });
   }
-  std::string describe() const override { return text_; }
+  std::string describe() const override { return "glia column sweep"; }
 
  private:
   template <class T>
@@ -361,30 +326,29 @@ class ArgReduceKernel final : public Kernel {
   }
 
   AxisSplit split_;
+  ValueId x_, out_;
   DType dtype_ = DType::f32;
-  std::string text_;
 };
 
 }  // namespace
 
-void lower_direct(Lowering& lowering) {
-  const Graph& g = lowering.graph();
-  for (std::int64_t i = 0; i < g.size(); ++i) {
-    auto id = static_cast<ValueId>(i);
-    if (lowering.claimed(id)) continue;
-    const Node& n = lowering.node(id);
-    if (n.op == Op::window_sum && n.type.dtype != DType::boolean)
-      lowering.add(std::make_unique<WindowSumKernel>(lowering, id));
-    else if (n.op == Op::gather)
-      lowering.add(std::make_unique<GatherKernel>(lowering, id));
-    else if (n.op == Op::scatter_add && n.type.dtype != DType::boolean)
-      lowering.add(std::make_unique<ScatterAddKernel>(lowering, id));
-    else if (n.op == Op::argmax)
-      lowering.add(std::make_unique<ArgReduceKernel<true>>(lowering, id));
-    else if (n.op == Op::argmin)
-      lowering.add(std::make_unique<ArgReduceKernel<false>>(lowering, id));
+std::unique_ptr<CpuKernel> realise_direct(const Graph& graph, const Kernel& kernel) {
+  const auto& spec = std::get<DirectSpec>(kernel.spec);
+  const Graph& g = graph;
+  switch (spec.op) {
+    case Op::window_sum:
+      return std::make_unique<WindowSumKernel>(g, spec);
+    case Op::gather:
+      return std::make_unique<GatherKernel>(g, spec);
+    case Op::scatter_add:
+      return std::make_unique<ScatterAddKernel>(g, spec);
+    case Op::argmax:
+      return std::make_unique<ArgReduceKernel<true>>(g, spec);
+    case Op::argmin:
+      return std::make_unique<ArgReduceKernel<false>>(g, spec);
+    default:
+      return realise_direct_layout(graph, kernel);
   }
-  lower_direct_layout(lowering);
 }
 
 }  // namespace glia::detail::cpu

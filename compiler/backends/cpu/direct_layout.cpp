@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backends/cpu/program.hpp"
+#include "backends/cpu/realise.hpp"
 #include "glia/core/attrs.hpp"
 #include "glia/core/error.hpp"
 #include "glia/core/tensor.hpp"
@@ -16,42 +16,29 @@ namespace {
 // Below this many bytes moved, a copy runs on one thread.
 constexpr std::int64_t kParallelBytes = 1 << 20;
 
-std::byte* output_bytes(RunContext& ctx, ValueId id) {
-  return static_cast<std::byte*>(ctx.values[static_cast<std::size_t>(id)].raw_data());
-}
-const std::byte* input_bytes(const RunContext& ctx, ValueId id) {
-  return static_cast<const std::byte*>(ctx.values[static_cast<std::size_t>(id)].raw_data());
-}
-
 // ---- concatenate ---------------------------------------------------------------------
 
 // Seen as (outer, axis * inner): each operand contributes one contiguous block per outer
 // index, in operand order.
-class ConcatenateKernel final : public Kernel {
+class ConcatenateKernel final : public CpuKernel {
  public:
-  ConcatenateKernel(const Lowering& l, ValueId id) {
-    const Node& n = l.node(id);
+  ConcatenateKernel(const Graph& g, ValueId id) : out_(id) {
+    const Node& n = g.node(id);
     auto axis = static_cast<int>(std::get<AxisAttrs>(n.attrs).axis);
     for (int i = 0; i < axis; ++i) outer_ = outer_ * n.type.shape[i];
     auto size = static_cast<std::int64_t>(dtype_size(n.type.dtype));
-    std::string parts;
     for (ValueId in : n.inputs) {
-      if (std::find(inputs.begin(), inputs.end(), in) == inputs.end()) inputs.push_back(in);
-      const Shape& s = l.graph().type(in).shape;
+      const Shape& s = g.type(in).shape;
       operands_.push_back(in);
       blocks_.push_back(outer_ ? s.numel() / outer_ * size : 0);
       row_ += blocks_.back();
-      parts += (parts.empty() ? "" : ", ") + s.to_string();
     }
-    outputs = {id};
-    covered = {id};
-    text_ = cat("direct concatenate axis ", axis, " ", parts, " -> ", n.type.to_string());
   }
 
   void run(RunContext& ctx) const override {
-    std::byte* dst = output_bytes(ctx, outputs[0]);
+    std::byte* dst = ctx.at(out_);
     std::vector<const std::byte*> src(operands_.size());
-    for (std::size_t k = 0; k < operands_.size(); ++k) src[k] = input_bytes(ctx, operands_[k]);
+    for (std::size_t k = 0; k < operands_.size(); ++k) src[k] = ctx.at(operands_[k]);
     const std::byte* const* sp = src.data();
 #pragma omp parallel for schedule(static) if (outer_ > 1 && outer_ * row_ >= kParallelBytes)
     for (std::int64_t o = 0; o < outer_; ++o) {
@@ -64,13 +51,13 @@ class ConcatenateKernel final : public Kernel {
       }
     }
   }
-  std::string describe() const override { return text_; }
+  std::string describe() const override { return "glia block copies"; }
 
  private:
+  ValueId out_;
   std::int64_t outer_ = 1, row_ = 0;
   std::vector<ValueId> operands_;
   std::vector<std::int64_t> blocks_;  // bytes of each operand per outer index
-  std::string text_;
 };
 
 // ---- pad -----------------------------------------------------------------------------
@@ -78,12 +65,12 @@ class ConcatenateKernel final : public Kernel {
 // Per axis, the input offset (elements) each output coordinate reads, or -1 where it is
 // padding: output o reads input (o - low) / (interior + 1) when that is exact and in
 // range (negative low/high crop).
-class PadKernel final : public Kernel {
+class PadKernel final : public CpuKernel {
  public:
-  PadKernel(const Lowering& l, ValueId id) {
-    const Node& n = l.node(id);
+  PadKernel(const Graph& g, ValueId id) : out_id_(id) {
+    const Node& n = g.node(id);
     const auto& a = std::get<PadAttrs>(n.attrs);
-    const Shape& x = l.graph().type(n.inputs[0]).shape;
+    const Shape& x = g.type(n.inputs[0]).shape;
     out_ = n.type.shape;
     esize_ = static_cast<std::int64_t>(dtype_size(n.type.dtype));
     std::vector<std::int64_t> strides = x.strides();
@@ -97,18 +84,13 @@ class PadKernel final : public Kernel {
         source_[u].push_back(inside ? p / step * strides[u] : -1);
       }
     }
-    inputs = {n.inputs[0]};
-    if (n.inputs[1] != n.inputs[0]) inputs.push_back(n.inputs[1]);
     operand_ = n.inputs[0], value_ = n.inputs[1];
-    outputs = {id};
-    covered = {id};
-    text_ = cat("direct pad ", l.graph().type(n.inputs[0]).to_string(), " -> ", n.type.to_string());
   }
 
   void run(RunContext& ctx) const override {
-    const std::byte* x = input_bytes(ctx, operand_);
-    const std::byte* v = input_bytes(ctx, value_);
-    std::byte* y = output_bytes(ctx, outputs[0]);
+    const std::byte* x = ctx.at(operand_);
+    const std::byte* v = ctx.at(value_);
+    std::byte* y = ctx.at(out_id_);
     const int rank = out_.rank();
     const std::int64_t numel = out_.numel();
     if (numel == 0) return;
@@ -146,29 +128,24 @@ class PadKernel final : public Kernel {
       }
     }
   }
-  std::string describe() const override { return text_; }
+  std::string describe() const override { return "glia run copies"; }
 
  private:
+  ValueId out_id_;
   Shape out_;
   std::int64_t esize_ = 4;
   std::vector<std::vector<std::int64_t>> source_;
   ValueId operand_{}, value_{};
-  std::string text_;
 };
 
 }  // namespace
 
-void lower_direct_layout(Lowering& lowering) {
-  const Graph& g = lowering.graph();
-  for (std::int64_t i = 0; i < g.size(); ++i) {
-    auto id = static_cast<ValueId>(i);
-    if (lowering.claimed(id)) continue;
-    const Node& n = lowering.node(id);
-    if (n.op == Op::pad)
-      lowering.add(std::make_unique<PadKernel>(lowering, id));
-    else if (n.op == Op::concatenate)
-      lowering.add(std::make_unique<ConcatenateKernel>(lowering, id));
-  }
+std::unique_ptr<CpuKernel> realise_direct_layout(const Graph& graph, const Kernel& kernel) {
+  const auto& spec = std::get<DirectSpec>(kernel.spec);
+  if (spec.op == Op::pad) return std::make_unique<PadKernel>(graph, spec.node);
+  if (spec.op == Op::concatenate)
+    return std::make_unique<ConcatenateKernel>(graph, spec.node);
+  return nullptr;
 }
 
 }  // namespace glia::detail::cpu

@@ -16,7 +16,7 @@
 #include <type_traits>
 
 #include "backends/cpu/fused_program.hpp"
-#include "backends/cpu/program.hpp"
+#include "backends/cpu/realise.hpp"
 #include "glia/core/elementwise.hpp"
 #include "glia/core/tensor.hpp"
 

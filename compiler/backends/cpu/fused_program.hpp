@@ -1,16 +1,15 @@
-// Internal: a fused group compiled into sweeps over flat iteration domains. A sweep runs
-// a short register program per tile of kTile consecutive elements (loads through index
-// maps, element-wise instructions, stores and reduction accumulates); the sweeps of a
-// group run in order, later ones reading what earlier ones reduced or stored.
+// Internal: a FusedSpec (glia/compiler/program.hpp) as the cpu tile executor runs it. A
+// sweep runs its instructions per tile of kTile consecutive flat indices over registers
+// that are tile buffers; the realisation gives the spec's virtual registers physical ones,
+// fills scalar loads once per run and reads identity loads straight from memory.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
 
-#include "glia/core/graph.hpp"
+#include "glia/compiler/program.hpp"
 
 namespace glia::detail::cpu::fused {
 
@@ -21,16 +20,7 @@ inline constexpr int kTile = 256;
 inline constexpr int kRegBytes = kTile * 8 + 64;
 inline constexpr int kMaxViewRank = 16;
 
-// Where a load reads or a store writes: a kernel input, a kernel output, or a byte
-// offset into the kernel's scratchpad.
-struct Place {
-  enum Kind : std::uint8_t { input, output, scratch } kind = input;
-  int index = 0;
-  std::int64_t offset = 0;
-};
-
-// Flat index t over `dims` (row-major) -> element offset + sum(index[d] * strides[d]),
-// with adjacent axes merged where they step as one.
+// FusedSpec::View in fixed storage, so the tile loops read it without indirection.
 struct View {
   int rank = 0;
   std::array<std::int64_t, kMaxViewRank> dims{}, strides{};
@@ -38,29 +28,18 @@ struct View {
   bool identity = false;  // element t at offset t
 };
 
-enum class Code : std::uint8_t {
-  load,
-  iota,
-  random,
-  unary,
-  binary,
-  compare,
-  select,
-  cast,
-  store,
-  reduce
-};
+using Code = FusedSpec::Code;
 
 struct Instr {
   Code code = Code::load;
   Op op = Op::add;
-  DType dtype = DType::f32;      // the result's dtype (store, reduce: the value's)
-  DType src_dtype = DType::f32;  // the operands' dtype (compare, cast)
-  int dst = -1, a = -1, b = -1, c = -1;
-  Place place;  // load, store, random (the key)
-  View view;    // load; reduce: the map from the input's flat index to the output's
+  DType dtype = DType::f32;
+  DType src_dtype = DType::f32;
+  int dst = -1, a = -1, b = -1, c = -1;  // physical registers
+  ValueId value = -1;                    // load, store: the value; random: its key
+  View view;  // load; reduce: the map from the input's flat index to the result's
   std::int64_t iota_stride = 1, iota_dim = 1;
-  int reduction = -1;  // reduce: index into Sweep::reductions
+  int reduction = -1;
   // load: a scalar (all strides 0) is filled into its own buffer once per run, not per
   // tile; an identity load whose storage type is its compute type is not copied, its
   // operand reads go straight to memory (`direct`: no store of the sweep can overwrite
@@ -73,36 +52,27 @@ struct Reduction {
   Op op = Op::reduce_sum;
   DType dtype = DType::f32;
   std::int64_t numel = 0;  // of the result
-  Place dest;
+  ValueId dest = 0;
 };
 
 struct Sweep {
-  std::int64_t numel = 0;  // the iteration domain's size
+  std::int64_t numel = 0;
   std::vector<Instr> code;
   int registers = 0;
   int scalars = 0;  // scalar buffers after the registers
   std::vector<Reduction> reductions;
-  std::vector<std::string> ops;  // the ops it computes, for describe()
 };
 
-// The places bound for one run (arrays owned by the caller, which fills them without
-// allocating).
+// Where each value of the program lives in this run, by value id.
 struct Bindings {
-  const std::byte* const* inputs = nullptr;
-  std::byte* const* outputs = nullptr;
-  std::byte* scratch = nullptr;
+  std::byte* const* values = nullptr;
 };
 
 // Runs one sweep on up to `threads` OpenMP threads (fewer for small domains).
 void run_sweep(const Sweep& sweep, const Bindings& bindings, int threads);
 
-// Views (fused_views.cpp): `shape` with these element strides, size-1 axes dropped and
-// axes that step as one merged; a contiguous shape; how the result of view op `n`
-// reads its operand of shape `in`; the map from a reduction input's flat index to its
-// result's flat index.
-View make_view(const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset);
-View contiguous(const Shape& shape);
-View operand_view(const Node& n, const Shape& in);
-View reduce_map(const Shape& in, const Ints& axes);
+// The executor's form of a spec's sweeps, or an empty vector when a view or a reduction
+// map has more than kMaxViewRank axes (the cpu backend then declines the group).
+std::vector<Sweep> realise_sweeps(const FusedSpec& spec);
 
 }  // namespace glia::detail::cpu::fused

@@ -1,128 +1,62 @@
-// Max pooling on the cpu backend: the window op's axes mapped onto [N, C, spatial...]
-// (NHWC needs no copy: strides say where each axis is), window_max as a oneDNN pooling
-// primitive, select_and_scatter as a first-maximum loop vectorised over channels.
-#include "backends/cpu/onednn_pool.hpp"
-
+// PoolSpecs on the cpu backend: max pooling as a oneDNN pooling primitive, and its adjoint
+// as a first-maximum loop of glia's own vectorised over channels (oneDNN's backward pooling
+// would need the forward pass's workspace and does not promise which of tied maxima it
+// picks; the reference kernel picks the first in window order).
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
-#include "backends/cpu/onednn_epilogue.hpp"
+#include "backends/cpu/onednn_util.hpp"
 
 namespace glia::detail::cpu {
 
 namespace {
 
-// Which operand axis is N, which is C (-1: a unit axis stands in), which are spatial.
-struct PoolLayout {
-  int n = -1, c = -1;
-  std::vector<int> spatial;
-};
-
-std::optional<PoolLayout> pool_layout(const WindowAttrs& a, int rank) {
-  std::vector<int> trivial;
-  for (int i = 0; i < rank; ++i) {
-    auto u = static_cast<std::size_t>(i);
-    if (a.base_dilation[u] != 1) return std::nullopt;
-    if (a.window[u] == 1 && a.strides[u] == 1 && a.padding_low[u] == 0 && a.padding_high[u] == 0)
-      trivial.push_back(i);
-  }
-  PoolLayout p;
-  if (!trivial.empty()) p.n = trivial.front();
-  if (trivial.size() >= 2) p.c = trivial.back();
-  for (int i = 0; i < rank; ++i)
-    if (i != p.n && i != p.c) p.spatial.push_back(i);
-  if (p.spatial.empty() || p.spatial.size() > 3) return std::nullopt;
-  return p;
-}
-
-// The [N, C, spatial...] dims of a tensor of `shape` laid out as `p`, and their strides.
-void pool_dims(const PoolLayout& p, const Shape& shape, std::vector<std::int64_t>& dims,
-               std::vector<std::int64_t>& strides) {
-  std::vector<std::int64_t> s = shape.strides();
-  dims.clear(), strides.clear();
-  for (int axis : {p.n, p.c}) {
-    dims.push_back(axis < 0 ? 1 : shape[axis]);
-    strides.push_back(axis < 0 ? 0 : s[static_cast<std::size_t>(axis)]);
-  }
-  for (int axis : p.spatial) {
-    dims.push_back(shape[axis]);
-    strides.push_back(s[static_cast<std::size_t>(axis)]);
-  }
-}
-
-class MaxPoolKernel final : public Kernel {
+class MaxPoolKernel final : public CpuKernel {
  public:
   MaxPoolKernel(const dnnl::pooling_v2_forward::primitive_desc& pd, const dnnl::engine& engine,
-                ValueId in, ValueId out, std::string text)
+                ValueId in, ValueId out)
       : engine_(engine),
         src_(pd.src_desc()),
         dst_(pd.dst_desc()),
         scratch_(pd.scratchpad_desc()),
         primitive_(pd),
-        text_(std::move(text)) {
-    impl_ = pd.impl_info_str();
-    inputs = {in};
-    outputs = {out};
-    covered = {out};
-  }
+        in_(in),
+        out_(out),
+        impl_(pd.impl_info_str()) {}
   void run(RunContext& ctx) const override {
-    auto& v = ctx.values;
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC,
-         dnnl::memory(src_, engine_, v[static_cast<std::size_t>(inputs[0])].raw_data())},
-        {DNNL_ARG_DST,
-         dnnl::memory(dst_, engine_, v[static_cast<std::size_t>(outputs[0])].raw_data())}};
+        {DNNL_ARG_SRC, dnnl::memory(src_, engine_, ctx.at(in_))},
+        {DNNL_ARG_DST, dnnl::memory(dst_, engine_, ctx.at(out_))}};
     if (scratch_.get_size() > 0)
       args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_, engine_, ctx.scratchpad));
     primitive_.execute(ctx.stream, args);
     ctx.stream.wait();
   }
-  std::string describe() const override { return cat(text_, " (", impl_, ")"); }
+  std::string describe() const override { return cat("onednn (", impl_, ")"); }
   std::size_t scratchpad_bytes() const override { return scratch_.get_size(); }
 
  private:
   dnnl::engine engine_;
   dnnl::memory::desc src_, dst_, scratch_;
   dnnl::pooling_v2_forward primitive_;
-  std::string text_, impl_;
+  ValueId in_, out_;
+  std::string impl_;
 };
 
-std::string dims_text(const std::vector<std::int64_t>& d) {
-  std::string s;
-  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "x" : "") + std::to_string(d[i]);
-  return s;
-}
-
-std::unique_ptr<Kernel> make_max_pool(Lowering& l, ValueId id, const PoolLayout& p) {
-  const Node& n = l.node(id);
-  const auto& a = std::get<WindowAttrs>(n.attrs);
-  std::vector<std::int64_t> in_dims, in_strides, out_dims, out_strides;
-  pool_dims(p, l.graph().type(n.inputs[0]).shape, in_dims, in_strides);
-  pool_dims(p, n.type.shape, out_dims, out_strides);
-  dnnl::memory::dims kernel, strides, dilation, pad_l, pad_r;
-  for (std::size_t i = 0; i < p.spatial.size(); ++i) {
-    auto ax = static_cast<std::size_t>(p.spatial[i]);
-    std::int64_t win = (a.window[ax] - 1) * a.window_dilation[ax] + 1;
-    kernel.push_back(a.window[ax]);
-    strides.push_back(a.strides[ax]);
-    dilation.push_back(a.window_dilation[ax] - 1);
-    pad_l.push_back(a.padding_low[ax]);
-    pad_r.push_back((out_dims[i + 2] - 1) * a.strides[ax] + win - in_dims[i + 2] -
-                    a.padding_low[ax]);
-  }
+std::unique_ptr<CpuKernel> make_max_pool(const PoolSpec& p, const dnnl::engine& engine) {
+  dnnl::memory::dims dilation;
+  for (std::int64_t d : p.dilations) dilation.push_back(d - 1);
   try {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::pooling_v2_forward::primitive_desc pd(
-        {dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max,
-         f32_desc(in_dims, in_strides), f32_desc(out_dims, out_strides), strides, kernel, dilation,
-         pad_l, pad_r},
-        attr, l.engine(), true);
+        {dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, f32_desc(p.input),
+         f32_desc(p.output), p.strides, p.window, dilation, p.padding_low, p.padding_high},
+        attr, engine, true);
     if (!pd) return nullptr;
-    return std::make_unique<MaxPoolKernel>(
-        pd, l.engine(), n.inputs[0], id,
-        cat("onednn pooling max ", dims_text(in_dims), " -> ", dims_text(out_dims)));
+    return std::make_unique<MaxPoolKernel>(pd, engine, p.input.value, p.output.value);
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -130,26 +64,23 @@ std::unique_ptr<Kernel> make_max_pool(Lowering& l, ValueId id, const PoolLayout&
 
 // select_and_scatter: each window's source value goes to the first maximum of the
 // window (row-major window order; a NaN beats numbers), summed where windows overlap.
-class MaxPoolBackwardKernel final : public Kernel {
+class MaxPoolBackwardKernel final : public CpuKernel {
  public:
-  MaxPoolBackwardKernel(const Lowering& l, ValueId id, const PoolLayout& p) {
-    const Node& n = l.node(id);
-    const auto& a = std::get<WindowAttrs>(n.attrs);
-    pool_dims(p, n.type.shape, in_dims_, in_strides_);
-    pool_dims(p, l.graph().type(n.inputs[1]).shape, out_dims_, out_strides_);
+  explicit MaxPoolBackwardKernel(const PoolSpec& p)
+      : x_(p.input.value), source_(p.source.value), out_(p.output.value) {
+    in_dims_ = p.output.dims, in_strides_ = p.output.strides;
+    out_dims_ = p.source.dims, out_strides_ = p.source.strides;
     // Up to three spatial axes; missing ones are unit axes of stride 0.
     while (in_dims_.size() < 5) {
       in_dims_.push_back(1), in_strides_.push_back(0);
       out_dims_.push_back(1), out_strides_.push_back(0);
     }
-    for (std::size_t i = 0; i < 3; ++i) {
-      if (i < p.spatial.size()) {
-        auto ax = static_cast<std::size_t>(p.spatial[i]);
-        window_[i] = a.window[ax], stride_[i] = a.strides[ax];
-        dilation_[i] = a.window_dilation[ax], pad_[i] = a.padding_low[ax];
-      }
+    for (std::size_t i = 0; i < p.window.size(); ++i) {
+      window_[i] = p.window[i], stride_[i] = p.strides[i];
+      dilation_[i] = p.dilations[i], pad_[i] = p.padding_low[i];
     }
-    numel_ = n.type.shape.numel();
+    numel_ = 1;
+    for (std::int64_t d : p.output.dims) numel_ *= d;
     channels_ = in_dims_[1];
     positions_ = window_[0] * window_[1] * window_[2];
     // Windows that never share an element are written, not accumulated; when they also
@@ -163,19 +94,12 @@ class MaxPoolBackwardKernel final : public Kernel {
     }
     exact_ = exact_ && disjoint_;
     image_contiguous_ = in_dims_[0] > 0 && in_strides_[0] * in_dims_[0] == numel_;
-    inputs = {n.inputs[0]};
-    if (n.inputs[1] != n.inputs[0]) inputs.push_back(n.inputs[1]);
-    outputs = {id};
-    covered = {id};
-    text_ = cat("max_pool_backward ", dims_text(in_dims_), " <- ", dims_text(out_dims_));
   }
 
   void run(RunContext& ctx) const override {
-    const auto* x =
-        static_cast<const float*>(ctx.values[static_cast<std::size_t>(inputs[0])].raw_data());
-    const auto* src =
-        static_cast<const float*>(ctx.values[static_cast<std::size_t>(inputs.back())].raw_data());
-    auto* out = static_cast<float*>(ctx.values[static_cast<std::size_t>(outputs[0])].raw_data());
+    const auto* x = ctx.at<const float>(x_);
+    const auto* src = ctx.at<const float>(source_);
+    auto* out = ctx.at<float>(out_);
     if (!exact_ && !image_contiguous_)
       std::memset(out, 0, static_cast<std::size_t>(numel_) * sizeof(float));
     const std::int64_t cs = in_strides_[1], src_cs = out_strides_[1];
@@ -258,28 +182,24 @@ class MaxPoolBackwardKernel final : public Kernel {
     for (std::int64_t c = 0; c < channels_; ++c) o[c * cs] = pick[c] == k ? s[c * src_cs] : 0.0f;
   }
 
-  std::string describe() const override { return text_; }
+  std::string describe() const override { return "glia first-maximum loop"; }
 
  private:
+  ValueId x_, source_, out_;
   std::vector<std::int64_t> in_dims_, in_strides_, out_dims_, out_strides_;
   std::int64_t window_[3] = {1, 1, 1}, stride_[3] = {1, 1, 1}, dilation_[3] = {1, 1, 1},
                pad_[3] = {0, 0, 0};
   std::int64_t numel_ = 0, channels_ = 1, positions_ = 1;
   bool disjoint_ = false, exact_ = false, image_contiguous_ = false;
-  std::string text_;
 };
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_pool_kernel(Lowering& l, ValueId id) {
-  const Node& n = l.node(id);
-  if ((n.op != Op::window_max && n.op != Op::select_and_scatter) || n.type.dtype != DType::f32 ||
-      n.type.shape.numel() == 0 || l.graph().type(n.inputs.back()).shape.numel() == 0)
-    return nullptr;
-  auto layout = pool_layout(std::get<WindowAttrs>(n.attrs), n.type.shape.rank());
-  if (!layout) return nullptr;
-  if (n.op == Op::window_max) return make_max_pool(l, id, *layout);
-  return std::make_unique<MaxPoolBackwardKernel>(l, id, *layout);
+std::unique_ptr<CpuKernel> realise_pooling(const Kernel& kernel, const dnnl::engine& engine) {
+  const auto& spec = std::get<PoolSpec>(kernel.spec);
+  if (spec.dtype != DType::f32) return nullptr;
+  if (spec.kind == PoolSpec::Kind::max) return make_max_pool(spec, engine);
+  return std::make_unique<MaxPoolBackwardKernel>(spec);
 }
 
 }  // namespace glia::detail::cpu

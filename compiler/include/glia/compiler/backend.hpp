@@ -1,5 +1,6 @@
 // The Backend interface: a backend compiles a whole verified Graph into an Executable
-// (so it can fuse across nodes), and the Executable runs it on tensors.
+// (so it can fuse across nodes) by realising the graph's lowered Program (lowering.hpp),
+// and the Executable runs it on tensors.
 //   auto exe = glia::backend("interp").compile(graph, {});
 //   std::vector<glia::Tensor> outs = exe->run(inputs);
 #pragma once
@@ -10,15 +11,19 @@
 #include <string_view>
 #include <vector>
 
-#include "glia/compiler/memory_plan.hpp"
-#include "glia/core/graph.hpp"
+#include "glia/compiler/program.hpp"
 
 namespace glia {
 
 struct CompileOptions {
-  int threads = 0;       // worker threads for backends that use them; 0: the backend's default
   bool verify = true;    // run glia::verify on the graph before compiling and after every pass
   bool optimize = true;  // run glia::optimize (passes.hpp) before the backend compiles
+  // The cpu backend's settings (cpu_backend.hpp); other backends ignore them.
+  struct Cpu {
+    // Worker threads (OpenMP's pool, shared with oneDNN) while the executable is compiled
+    // and run; 0: the calling thread's setting (glia::cpu::set_threads).
+    int threads = 0;
+  } cpu;
 };
 
 // A compiled graph. run() may be called from several threads at once: a backend that
@@ -38,11 +43,17 @@ class Executable {
     std::vector<Tensor> given = std::move(inputs);
     return run(given);
   }
-  virtual const MemoryPlan& memory_plan() const = 0;
-  // Readable text: the backend, the ops it runs (and how it grouped them), the memory
+  // What runs: the lowered program (kernel specs and placement) this executable realises.
+  virtual const Program& program() const = 0;
+  const MemoryPlan& memory_plan() const { return program().memory; }
+  // Readable text: the backend, how it realises each kernel of the program, the memory
   // plan and the graph.
   virtual std::string describe() const = 0;
 };
+
+// glia::Error unless `inputs` match the graph's parameters in count, dtype and shape (the
+// check every Executable::run makes; its message is built only on a mismatch).
+void check_run_inputs(const Graph& graph, std::span<const Tensor> inputs);
 
 class Backend {
  public:

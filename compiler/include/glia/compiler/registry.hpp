@@ -24,11 +24,6 @@ std::vector<std::string> backend_names();  // sorted
 // The backend build(), the training step, the loop and `glia train` use unless told
 // otherwise: "cpu" where glia was built with oneDNN, else "interp".
 std::string default_backend();
-// The worker threads of the `cpu` backend (OpenMP's pool, shared with oneDNN) for
-// programs run from the calling thread, unless CompileOptions::threads says otherwise;
-// like torch::set_num_threads. glia::Error for n < 1. Without the cpu backend: no effect.
-void set_num_threads(int n);
-int num_threads();
 
 // Verifies the graph (when options.verify), checks that the backend supports every op
 // in it (glia::Error naming the ones it does not) and compiles it.

@@ -1,9 +1,11 @@
-// The `cpu` backend against the interpreter: every op of the op table (a table of small
-// traced graphs per op, f32 and other dtypes where the op takes them), plus compile
-// options, input checks, describe() and concurrent runs.
+// The op suite: every op of the op table (a table of small traced graphs per op, f32 and
+// other dtypes where the op takes them) on every registered backend against the
+// interpreter; a backend joins by registering. A node that a backend runs on the
+// reference kernel without declaring that fallback fails the suite.
+#include <algorithm>
 #include <map>
 #include <string>
-#include <thread>
+#include <tuple>
 
 #include "compiler/cpu_test_util.hpp"
 #include "glia/autograd/grad.hpp"
@@ -226,13 +228,14 @@ const OpCases& op_cases() {
   return cases;
 }
 
-class CpuOpTest : public ::testing::TestWithParam<int> {};
+class OpSuite : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
-TEST_P(CpuOpTest, MatchesInterp) {
-  GLIA_REQUIRE_CPU_BACKEND();
-  auto op = static_cast<Op>(GetParam());
+TEST_P(OpSuite, MatchesInterpAndFallsBackOnlyWhereDeclared) {
+  const auto& [backend_name, op_index] = GetParam();
+  auto op = static_cast<Op>(op_index);
   auto it = op_cases().find(op);
-  ASSERT_TRUE(it != op_cases().end() && !it->second.empty()) << "no cpu test case for op " << op;
+  ASSERT_TRUE(it != op_cases().end() && !it->second.empty()) << "no test case for op " << op;
+  if (!backend(backend_name).supports(op)) GTEST_SKIP() << backend_name << " does not run " << op;
   for (const OpCase& c : it->second) {
     SCOPED_TRACE(c.name);
     std::vector<TensorType> types;
@@ -240,20 +243,40 @@ TEST_P(CpuOpTest, MatchesInterp) {
     Graph g = trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{c.fn(in)}; }, types,
                     cat(op_name(op), "_", c.name));
     ASSERT_GE(count_ops(g, op), 1) << "the case does not use " << op << ":\n" << to_text(g);
-    auto exe = expect_cpu_matches_interp(g, c.inputs);
-    // Constants are bound, not computed; every other op is named by the kernel running it.
-    if (op == Op::constant) continue;
-    std::string step = op == Op::parameter                        ? "= input 0"
-                       : op == Op::dot_general && c.name == "f32" ? "matmul ["
-                                                                  : std::string(op_name(op));
-    std::string text = exe->describe();
-    EXPECT_THAT(text.substr(0, text.find("\ngraph ")), ::testing::HasSubstr(step));
+    auto exe = expect_backend_matches_interp(backend_name, g, c.inputs);
+    const Program& p = exe->program();
+    // Every computed node is covered by exactly one kernel.
+    for (std::int64_t v = 0; v < g.size(); ++v) {
+      Op node_op = g.node(static_cast<ValueId>(v)).op;
+      if (node_op == Op::parameter || node_op == Op::constant) continue;
+      int covering = 0;
+      for (const Kernel& k : p.kernels)
+        covering += int(std::count(k.covered.begin(), k.covered.end(), ValueId(v)));
+      EXPECT_EQ(covering, 1) << "%" << v << "\n" << exe->describe();
+    }
+    for (const auto* r : p.specs<ReferenceSpec>())
+      EXPECT_FALSE(r->reason.empty())
+          << backend_name << " runs " << r->op << " on its reference kernel without declaring it\n"
+          << exe->describe();
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, CpuOpTest, ::testing::Range(0, kOpCount),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::string(op_name(static_cast<Op>(info.param)));
+// A backend that claims to run every op must have a real kernel for an f32 matmul.
+TEST(OpSuite, CpuRunsF32MatmulsOnAKernelOfItsOwn) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  const OpCase& c = op_cases().at(Op::dot_general).front();
+  Graph g = trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{c.fn(in)}; },
+                  {c.inputs[0].type(), c.inputs[1].type()}, "f32_dot");
+  auto exe = expect_cpu_matches_interp(g, c.inputs);
+  EXPECT_EQ(count_kernels(*exe, "matmul"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryBackend, OpSuite,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()),
+                                            ::testing::Range(0, kOpCount)),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  std::string(op_name(static_cast<Op>(std::get<1>(info.param))));
                          });
 
 }  // namespace

@@ -1,0 +1,107 @@
+// Internal: the `cpu` backend's realisation of a Program (glia/compiler/program.hpp). Each
+// kernel spec becomes a CpuKernel — a oneDNN primitive with post-ops for its epilogue,
+// glia's small matmul, the tile executor for a fused group, a direct or reference kernel —
+// that runs over raw pointers from the placement.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "glia/compiler/program.hpp"
+
+namespace dnnl {
+struct engine;
+struct stream;
+}  // namespace dnnl
+
+namespace glia::detail::cpu {
+
+// What a kernel keeps from run to run in one workspace (runs on different workspaces may
+// be concurrent): e.g. oneDNN memory objects whose data handles it repoints.
+struct KernelState {
+  virtual ~KernelState() = default;
+};
+
+// What a kernel sees while it runs: where every value lives (by value id: arena slices, the
+// run's inputs, output buffers, constants). Its outputs' storage is garbage: it writes
+// every element.
+struct RunContext {
+  std::byte* const* values;
+  dnnl::stream& stream;
+  void* scratchpad;              // 64-byte aligned, at least the largest scratchpad_bytes()
+  KernelState* state = nullptr;  // this kernel's make_state() in this workspace
+
+  template <class T = std::byte>
+  T* at(ValueId id) const {
+    return reinterpret_cast<T*>(values[static_cast<std::size_t>(id)]);
+  }
+};
+
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+  virtual void run(RunContext& ctx) const = 0;
+  // How it runs, for describe(): "onednn (brg:avx512_core)", "glia small matmul".
+  virtual std::string describe() const = 0;
+  virtual std::size_t scratchpad_bytes() const { return 0; }
+  // State made once per workspace and handed to run() in RunContext::state; null: none.
+  virtual std::unique_ptr<KernelState> make_state() const { return nullptr; }
+};
+
+// Each realisation: the kernel for the spec, or null where this backend has none for it
+// (a layout or post-op oneDNN does not take, a dtype it does not run): the target then
+// declines the spec and the lowering moves on.
+std::unique_ptr<CpuKernel> realise_matmul(const Graph& graph, const Kernel& kernel,
+                                          const dnnl::engine& engine);
+std::unique_ptr<CpuKernel> realise_convolution(const Kernel& kernel, const dnnl::engine& engine);
+std::unique_ptr<CpuKernel> realise_pooling(const Kernel& kernel, const dnnl::engine& engine);
+std::unique_ptr<CpuKernel> realise_direct(const Graph& graph, const Kernel& kernel);
+// pad and concatenate (direct_layout.cpp), called by realise_direct.
+std::unique_ptr<CpuKernel> realise_direct_layout(const Graph& graph, const Kernel& kernel);
+std::unique_ptr<CpuKernel> realise_fused(const Kernel& kernel);
+std::unique_ptr<CpuKernel> realise_reference(const Graph& graph, const Kernel& kernel);
+
+// The kernel for any spec.
+std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,
+                                   const dnnl::engine& engine);
+
+// Sets the calling thread's OpenMP thread count (oneDNN's runtime and the fused kernels'
+// pool) for the scope's lifetime; 0 leaves it. Small primitives run on one thread: a
+// parallel region costs more than they do.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+// Flushes denormal floats to zero (FTZ and DAZ in the MXCSR) on the calling thread for
+// the scope's lifetime, as TensorFlow's CPU runtime does: an optimizer's moments decay
+// into the denormal range, where every multiply takes a ~100-cycle microcode assist.
+// Results differ from the interpreter's only below 1.2e-38 (f32).
+class FlushDenormals {
+ public:
+  FlushDenormals();
+  ~FlushDenormals();
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  unsigned saved_ = 0;
+};
+
+// Below this many floating-point operations a primitive runs on one thread.
+inline constexpr double kSingleThreadFlops = 1 << 18;
+
+// "2 (OpenMP, shared with oneDNN)": the threads a program runs on, for describe().
+std::string threads_text(int threads);
+// GLIA_CPU_PROFILE's report: each kernel's share of the time, slowest first.
+std::string profile_text(const Program& program, const std::vector<std::string>& realised,
+                         const std::vector<std::int64_t>& nanoseconds);
+
+}  // namespace glia::detail::cpu
