@@ -82,8 +82,7 @@ std::optional<Plan> backward_weights_plan(const LoweringState& s, ValueId id) {
   const Node& n = s.node(id);
   const auto& c = std::get<ConvAttrs>(n.attrs);
   if (c.feature_groups != 1 || c.batch_groups != 1 || !all_equal(c.input_dilation, 1) ||
-      spatial_numel(n.type.shape.dims()) >=
-          spatial_numel(s.graph().type(n.inputs[1]).shape.dims()))
+      spatial_numel(n.type.shape.dims()) >= spatial_numel(s.graph().type(n.inputs[1]).shape.dims()))
     return std::nullopt;
   Plan p;
   ConvSpec& spec = p.spec;
@@ -129,8 +128,8 @@ std::optional<Plan> forward_plan(const LoweringState& s, ValueId id) {
     spec.strides.push_back(c.strides[i]);
     spec.dilations.push_back(c.kernel_dilation[i]);
     spec.padding_low.push_back(c.padding_low[i]);
-    spec.padding_high.push_back(pad_high(spec.src.dims[i + 2], spec.dst.dims[i + 2], win,
-                                         c.strides[i], c.padding_low[i]));
+    spec.padding_high.push_back(
+        pad_high(spec.src.dims[i + 2], spec.dst.dims[i + 2], win, c.strides[i], c.padding_low[i]));
   }
   return p;
 }

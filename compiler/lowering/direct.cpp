@@ -35,8 +35,7 @@ void lower_direct(LoweringState& state) {
     spec.op = n.op;
     spec.node = id;
     spec.operands = n.inputs;
-    if (n.op == Op::gather || n.op == Op::scatter_add || n.op == Op::argmax ||
-        n.op == Op::argmin) {
+    if (n.op == Op::gather || n.op == Op::scatter_add || n.op == Op::argmax || n.op == Op::argmin) {
       // Around the axis of the operand: gather's table, scatter_add's target, arg*'s input.
       const Shape& x = n.op == Op::scatter_add ? n.type.shape : g.type(n.inputs[0]).shape;
       int axis = n.op == Op::argmax || n.op == Op::argmin

@@ -180,9 +180,9 @@ void FusedBuilder::build_sweep(FusedSpec::Sweep& s, int level, const std::vector
       in.a = emit(nd.inputs[0]);
       note_op(nd.op);
       in.reduction = int(s.reductions.size());
-      s.reductions.push_back({nd.op, nd.type.dtype, v, nd.type.shape.numel(),
-                              reduce_extents(graph_.type(nd.inputs[0]).shape,
-                                             std::get<ReduceAttrs>(nd.attrs).axes)});
+      s.reductions.push_back(
+          {nd.op, nd.type.dtype, v, nd.type.shape.numel(),
+           reduce_extents(graph_.type(nd.inputs[0]).shape, std::get<ReduceAttrs>(nd.attrs).axes)});
       code.push_back(in);
     } else {
       Instr in;

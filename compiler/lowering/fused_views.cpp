@@ -34,9 +34,7 @@ FusedSpec::View make_view(const Shape& shape, const std::vector<std::int64_t>& s
   return v;
 }
 
-FusedSpec::View contiguous_view(const Shape& shape) {
-  return make_view(shape, shape.strides(), 0);
-}
+FusedSpec::View contiguous_view(const Shape& shape) { return make_view(shape, shape.strides(), 0); }
 
 FusedSpec::View operand_view(const Node& n, const Shape& in) {
   const Shape& out = n.type.shape;

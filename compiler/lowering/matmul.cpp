@@ -21,8 +21,7 @@ std::optional<Folded> fold(const Shape& shape, const std::vector<std::int64_t>& 
   for (std::int64_t ax : axes) {
     std::int64_t d = shape[static_cast<int>(ax)];
     if (d == 1) continue;
-    if (f.stride != 0 && f.stride != strides[static_cast<std::size_t>(ax)] * d)
-      return std::nullopt;
+    if (f.stride != 0 && f.stride != strides[static_cast<std::size_t>(ax)] * d) return std::nullopt;
     f.size *= d;
     f.stride = strides[static_cast<std::size_t>(ax)];
   }
@@ -82,9 +81,8 @@ namespace glia::lowering {
 bool lower_matmul(LoweringState& state, ValueId id) {
   const Node& node = state.node(id);
   const Graph& g = state.graph();
-  auto view =
-      matmul_view(std::get<DotAttrs>(node.attrs), g.type(node.inputs[0]).shape,
-                  g.type(node.inputs[1]).shape);
+  auto view = matmul_view(std::get<DotAttrs>(node.attrs), g.type(node.inputs[0]).shape,
+                          g.type(node.inputs[1]).shape);
   if (!view) return false;
   view->lhs = node.inputs[0];
   view->rhs = node.inputs[1];

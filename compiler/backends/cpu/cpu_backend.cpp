@@ -15,12 +15,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
-#include <unordered_map>
 
 #include <dnnl.hpp>
 
-#include "backends/cpu/realise.hpp"
-#include "glia/compiler/lowering.hpp"
+#include "backends/cpu/cpu_target.hpp"
 
 namespace glia::detail {
 
@@ -29,104 +27,16 @@ namespace {
 using cpu::CpuKernel;
 using cpu::ThreadScope;
 
-// Which nodes the cpu backend expects on the reference kernel, and why; empty for any
-// other node (a fallback nobody declared: the op suite's test fails on it).
-std::string cpu_fallback_reason(const Graph& g, ValueId id) {
-  const Node& n = g.node(id);
-  auto zero_size = [&] {
-    if (n.type.shape.numel() == 0) return true;
-    for (ValueId in : n.inputs)
-      if (g.type(in).shape.numel() == 0) return true;
-    return false;
-  };
-  switch (n.op) {
-    case Op::dot_general:
-      if (n.type.dtype != DType::f32) return "cpu multiplies f32 matrices only";
-      if (!matmul_view(std::get<DotAttrs>(n.attrs), g.type(n.inputs[0]).shape,
-                       g.type(n.inputs[1]).shape))
-        return "zero-size, or axes that do not fold into a strided matmul";
-      if (std::get<DotAttrs>(n.attrs).lhs_batch.size() + 2 > std::size_t(DNNL_MAX_NDIMS))
-        return "more batch axes than oneDNN takes";
-      return "";
-    case Op::convolution: {
-      const auto& c = std::get<ConvAttrs>(n.attrs);
-      bool dilated = std::any_of(c.input_dilation.begin(), c.input_dilation.end(),
-                                 [](std::int64_t d) { return d != 1; });
-      bool reversed_kernel = g.node(n.inputs[1]).op == Op::reverse;
-      if (n.type.dtype != DType::f32) return "cpu convolves f32 only";
-      if (zero_size()) return "a zero-size convolution";
-      if (n.type.shape.rank() > 5) return "oneDNN convolves at most 3 spatial dimensions";
-      if (std::any_of(c.padding_low.begin(), c.padding_low.end(), [](auto p) { return p < 0; }))
-        return "negative padding";
-      if (c.batch_groups != 1) return "batch groups (a grouped kernel's gradient)";
-      if (c.feature_groups != 1 && (dilated || reversed_kernel))
-        return "the input gradient of a grouped convolution";
-      if (dilated && !reversed_kernel) return "input dilation without autograd's reversed kernel";
-      return "";
-    }
-    case Op::window_max:
-    case Op::select_and_scatter: {
-      if (n.type.dtype != DType::f32) return "cpu pools f32 only";
-      if (zero_size()) return "a zero-size pooling";
-      const auto& a = std::get<WindowAttrs>(n.attrs);
-      int windowed = 0;
-      for (std::size_t i = 0; i < a.window.size(); ++i) {
-        if (a.base_dilation[i] != 1) return "base dilation";
-        windowed += a.window[i] != 1 || a.strides[i] != 1 || a.padding_low[i] != 0 ||
-                    a.padding_high[i] != 0;
-      }
-      if (std::max(windowed, int(a.window.size()) - 2) > 3)
-        return "windows over more than three axes besides batch and channels";
-      return "";
-    }
-    default:
-      break;
-  }
-  // The tile executor's views hold 16 axes.
-  bool wide = n.type.shape.rank() > 16;
-  for (ValueId in : n.inputs) wide = wide || g.type(in).shape.rank() > 16;
-  return wide ? "more than 16 axes in a fused kernel's view" : "";
-}
-
-// The lowering's target: accepts a spec when it realises it, keeping the realisation for
-// the executable (oneDNN primitives are made once).
-class CpuTarget final : public LoweringTarget {
- public:
-  explicit CpuTarget(const dnnl::engine& engine) : engine_(engine) {}
-  std::string_view name() const override { return "cpu"; }
-  bool accepts(const Graph& graph, const Kernel& kernel) const override {
-    auto made = cpu::realise(graph, kernel, engine_);
-    if (!made) return false;
-    prepared_[kernel.outputs.front()] = std::move(made);
-    return true;
-  }
-  std::string fallback_reason(const Graph& graph, ValueId node) const override {
-    return cpu_fallback_reason(graph, node);
-  }
-  // The realisation made while lowering `kernel`, or a new one (reference kernels).
-  std::unique_ptr<CpuKernel> take(const Graph& graph, const Kernel& kernel) {
-    auto it = prepared_.find(kernel.outputs.front());
-    if (it != prepared_.end()) return std::move(it->second);
-    auto made = cpu::realise(graph, kernel, engine_);
-    check(made != nullptr, "cpu backend: no realisation of ", kernel.describe(graph));
-    return made;
-  }
-
- private:
-  const dnnl::engine& engine_;
-  mutable std::unordered_map<ValueId, std::unique_ptr<CpuKernel>> prepared_;
-};
-
 // Per concurrent run: the arena, the value table, the scratchpad, the output buffers and
 // the kernels' states.
 struct Workspace {
   Tensor arena, scratchpad;
-  std::vector<std::byte*> values;                      // by value id
-  std::vector<Tensor> held;                            // by input: a donating run's inputs
-  std::vector<unsigned char> donated;                  // by input: this run may write over it
-  std::vector<Tensor> slots;                           // by output slot: this run's buffer
-  std::vector<Tensor> output_buffers;                  // two per output slot
-  std::vector<unsigned char> output_turn;              // which of the two to replace next
+  std::vector<std::byte*> values;                         // by value id
+  std::vector<Tensor> held;                               // by input: a donating run's inputs
+  std::vector<unsigned char> donated;                     // by input: this run may write over it
+  std::vector<Tensor> slots;                              // by output slot: this run's buffer
+  std::vector<Tensor> output_buffers;                     // two per output slot
+  std::vector<unsigned char> output_turn;                 // which of the two to replace next
   std::vector<std::unique_ptr<cpu::KernelState>> states;  // by kernel position
   dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
@@ -136,7 +46,7 @@ class CpuExecutable final : public Executable {
   CpuExecutable(const Graph& graph, int threads, const dnnl::engine& engine)
       : engine_(engine), threads_(threads) {
     ThreadScope scope(threads_);  // oneDNN picks its kernels for the thread count it sees
-    CpuTarget target(engine_);
+    cpu::CpuTarget target(engine_);
     program_ = lower(graph, target);
     for (const Kernel& k : program_.kernels) {
       realised_.push_back(target.take(program_.graph, k));
@@ -204,8 +114,8 @@ class CpuExecutable final : public Executable {
 std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
   const Graph& g = program_.graph;
   auto ws = std::make_unique<Workspace>();
-  ws->arena = Tensor::uninitialized(DType::u8, Shape{std::max<std::int64_t>(
-                                                   program_.memory.arena_bytes, 64)});
+  ws->arena = Tensor::uninitialized(DType::u8,
+                                    Shape{std::max<std::int64_t>(program_.memory.arena_bytes, 64)});
   auto* base = static_cast<std::byte*>(ws->arena.raw_data());
   if (scratchpad_bytes_ > 0)
     ws->scratchpad = Tensor::uninitialized(DType::u8, Shape{std::int64_t(scratchpad_bytes_)});
@@ -216,8 +126,8 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
     const Placement& p = program_.placement[i];
     if (p.kind == Placement::Kind::arena) ws->values[i] = base + p.offset;
     if (p.kind == Placement::Kind::constant)
-      ws->values[i] = static_cast<std::byte*>(const_cast<void*>(
-          std::get<ConstantAttrs>(g.nodes()[i].attrs).value.raw_data()));
+      ws->values[i] = static_cast<std::byte*>(
+          const_cast<void*>(std::get<ConstantAttrs>(g.nodes()[i].attrs).value.raw_data()));
   }
   ws->held.resize(g.parameters().size());
   ws->donated.resize(g.parameters().size(), 0);

@@ -72,8 +72,7 @@ class WindowSumKernel final : public CpuKernel {
   void run(RunContext& ctx) const override {
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (!std::is_same_v<T, bool>)
-        sum<T>(ctx.at<const T>(in_), ctx.at<T>(out_));
+      if constexpr (!std::is_same_v<T, bool>) sum<T>(ctx.at<const T>(in_), ctx.at<T>(out_));
     });
   }
   std::string describe() const override { return "glia window sum"; }

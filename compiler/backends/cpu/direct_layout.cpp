@@ -143,8 +143,7 @@ class PadKernel final : public CpuKernel {
 std::unique_ptr<CpuKernel> realise_direct_layout(const Graph& graph, const Kernel& kernel) {
   const auto& spec = std::get<DirectSpec>(kernel.spec);
   if (spec.op == Op::pad) return std::make_unique<PadKernel>(graph, spec.node);
-  if (spec.op == Op::concatenate)
-    return std::make_unique<ConcatenateKernel>(graph, spec.node);
+  if (spec.op == Op::concatenate) return std::make_unique<ConcatenateKernel>(graph, spec.node);
   return nullptr;
 }
 

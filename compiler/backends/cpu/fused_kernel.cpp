@@ -65,7 +65,8 @@ std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
         return {};
       code.push_back(in);
     }
-    for (const auto& r : from.reductions) s.reductions.push_back({r.op, r.dtype, r.numel, r.result});
+    for (const auto& r : from.reductions)
+      s.reductions.push_back({r.op, r.dtype, r.numel, r.result});
     // A load read straight from memory is read when used: only by the first store, before
     // any store of the tile wrote (a later store may write where it reads, in place).
     const int vregs = from.registers;
@@ -79,7 +80,8 @@ std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
     for (Instr& in : code) {
       if (in.code != Code::load) continue;
       bool scalar = !in.view.identity;
-      for (int d = 0; d < in.view.rank && scalar; ++d) scalar = in.view.strides[std::size_t(d)] == 0;
+      for (int d = 0; d < in.view.rank && scalar; ++d)
+        scalar = in.view.strides[std::size_t(d)] == 0;
       if (scalar) in.scalar = s.scalars++;
       in.direct = in.view.identity && !late[std::size_t(in.dst)];
     }

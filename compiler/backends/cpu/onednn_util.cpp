@@ -35,8 +35,7 @@ PostOps post_ops(const EpilogueSpec& e, const std::vector<std::int64_t>& dst_dim
           d = f32_desc(dst_dims, o.strides);
         }
         p.ops.append_binary(dnnl::algorithm::binary_add, d);
-        p.operands.push_back(
-            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(int(k)) | DNNL_ARG_SRC_1, o.value, d});
+        p.operands.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(int(k)) | DNNL_ARG_SRC_1, o.value, d});
         break;
       }
       case EpilogueSpec::Step::relu:

@@ -82,8 +82,7 @@ class ReferenceKernel final : public CpuKernel {
 }  // namespace
 
 std::unique_ptr<CpuKernel> realise_reference(const Graph& graph, const Kernel& kernel) {
-  return std::make_unique<ReferenceKernel>(graph,
-                                           std::get<ReferenceSpec>(kernel.spec).node);
+  return std::make_unique<ReferenceKernel>(graph, std::get<ReferenceSpec>(kernel.spec).node);
 }
 
 std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,

@@ -17,8 +17,7 @@ constexpr const char* kReason = "interp runs every node on its reference kernel"
 
 class InterpExecutable final : public Executable {
  public:
-  explicit InterpExecutable(const Graph& graph)
-      : program_(lower(graph, ReferenceTarget(kReason))) {
+  explicit InterpExecutable(const Graph& graph) : program_(lower(graph, ReferenceTarget(kReason))) {
     const auto n = static_cast<std::size_t>(program_.graph.size());
     for (std::size_t i = 0; i < n; ++i) {
       std::int64_t last = program_.memory.last_use[i];
@@ -45,7 +44,8 @@ class InterpExecutable final : public Executable {
       const Node& node = g.node(spec.node);
       args.clear();
       for (ValueId in : node.inputs) args.push_back(values[static_cast<std::size_t>(in)]);
-      values[static_cast<std::size_t>(spec.node)] = op_info(node.op).kernel(args, node.attrs, node.type);
+      values[static_cast<std::size_t>(spec.node)] =
+          op_info(node.op).kernel(args, node.attrs, node.type);
       for (; released < release_after_.size() && release_after_[released].first == std::int64_t(k);
            ++released)
         values[static_cast<std::size_t>(release_after_[released].second)] = Tensor();
