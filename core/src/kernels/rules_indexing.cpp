@@ -43,18 +43,6 @@ std::vector<std::int64_t> read_indices(std::string_view op, const Tensor& indice
   return out;
 }
 
-// x seen as (outer, size, inner) around `axis`.
-struct AxisSplit {
-  std::int64_t outer = 1, size = 1, inner = 1;
-};
-AxisSplit split_at(const Shape& x, int axis) {
-  AxisSplit s;
-  for (int i = 0; i < axis; ++i) s.outer *= x[i];
-  s.size = x[axis];
-  for (int i = axis + 1; i < x.rank(); ++i) s.inner *= x[i];
-  return s;
-}
-
 // ---- gather --------------------------------------------------------------------------
 
 TensorType infer_gather(std::span<const TensorType> in, const Attrs& attrs) {

@@ -137,11 +137,8 @@ template <bool kMax>
 Tensor kernel_arg_reduce(std::span<const Tensor> in, const Attrs& attrs,
                          const TensorType& out_type) {
   const auto& a = attrs_as<ArgReduceAttrs>(attrs);
-  const Shape& s = in[0].shape();
-  auto axis = static_cast<int>(a.axis);
-  std::int64_t outer = 1, inner = 1, n = s[axis];
-  for (int d = 0; d < axis; ++d) outer *= s[d];
-  for (int d = axis + 1; d < s.rank(); ++d) inner *= s[d];
+  const AxisSplit split = split_at(in[0].shape(), a.axis);  // (outer, n, inner)
+  const std::int64_t outer = split.outer, n = split.size, inner = split.inner;
   Tensor out(out_type.dtype, out_type.shape);
   std::int64_t* y = out_ptr<std::int64_t>(out);
   visit_dtype(in[0].dtype(), [&](auto tag) {
