@@ -44,6 +44,16 @@ std::string Shape::to_string() const {
 
 std::ostream& operator<<(std::ostream& out, const Shape& s) { return out << s.to_string(); }
 
+AxisSplit split_at(const Shape& shape, std::int64_t axis) {
+  check(axis >= 0 && axis < shape.rank(), "split_at: axis ", axis, " is out of range for shape ",
+        shape.to_string(), " of rank ", shape.rank());
+  AxisSplit s;
+  for (int i = 0; i < axis; ++i) s.outer *= shape[i];
+  s.size = shape[static_cast<int>(axis)];
+  for (int i = static_cast<int>(axis) + 1; i < shape.rank(); ++i) s.inner *= shape[i];
+  return s;
+}
+
 std::string TensorType::to_string() const {
   return std::string(dtype_name(dtype)) + shape.to_string();
 }

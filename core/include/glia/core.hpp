@@ -8,6 +8,7 @@
 #include "glia/core/expr.hpp"
 #include "glia/core/graph.hpp"
 #include "glia/core/interpreter.hpp"
+#include "glia/core/monoid.hpp"
 #include "glia/core/op.hpp"
 #include "glia/core/shape.hpp"
 #include "glia/core/tensor.hpp"

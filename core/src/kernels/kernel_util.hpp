@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "glia/core/monoid.hpp"
 #include "glia/core/op.hpp"
 
 namespace glia::detail {
@@ -35,11 +36,10 @@ inline void unravel(std::int64_t flat, const Shape& shape, std::vector<std::int6
   }
 }
 
-// The accumulator of sums and products of T in the reference kernels: floats in double;
-// integers in u64, whose wrap-around is well defined and equals the narrower type's
-// after the final conversion.
+// The accumulator of sums (and dot products) of T in the reference kernels: reduce_sum's
+// (monoid.hpp), double for floats and u64 for integers.
 template <class T>
-using wide_t = std::conditional_t<is_float(dtype_of<T>()), double, std::uint64_t>;
+using wide_t = monoid<Op::reduce_sum>::acc_t<T>;
 
 // Typed pointers into a tensor (storage type T).
 template <class T>

@@ -12,56 +12,24 @@ namespace glia::detail {
 
 namespace {
 
-// Which dtypes an element-wise op accepts.
-enum class Accepts { floats, numeric, logical, any };
-
 template <class T>
-constexpr bool accepts(Accepts a) {
-  constexpr DType d = dtype_of<T>();
-  switch (a) {
-    case Accepts::floats:
-      return is_float(d);
-    case Accepts::numeric:
-      return d != DType::boolean;
-    case Accepts::logical:
-      return !is_float(d);
-    case Accepts::any:
-      return true;
-  }
-  return false;
+constexpr bool accepts(EwDomain d) {
+  return ew_accepts(d, dtype_of<T>());
 }
 
-bool accepts_dtype(Accepts a, DType d) {
-  return visit_dtype(d, [&](auto tag) { return accepts<decltype(tag)>(a); });
-}
-
-std::string_view accepts_text(Accepts a) {
-  switch (a) {
-    case Accepts::floats:
-      return "a floating-point dtype (f16, bf16, f32, f64)";
-    case Accepts::numeric:
-      return "a numeric dtype (not bool)";
-    case Accepts::logical:
-      return "bool or an integer dtype";
-    case Accepts::any:
-      return "any dtype";
-  }
-  return "";
-}
-
-template <Op kOp, Accepts kAccepts>
+template <Op kOp, EwDomain kDomain>
 TensorType infer_unary(std::span<const TensorType> in, const Attrs&) {
-  check(accepts_dtype(kAccepts, in[0].dtype), op_name(kOp), ": expected ", accepts_text(kAccepts),
+  check(ew_accepts(kDomain, in[0].dtype), op_name(kOp), ": expected ", ew_domain_text(kDomain),
         ", got ", in[0].to_string());
   return in[0];
 }
 
-template <Op kOp, Accepts kAccepts, class F>
+template <Op kOp, EwDomain kDomain, class F>
 Tensor kernel_unary(std::span<const Tensor> in, const Attrs&, const TensorType& out_type) {
   Tensor out(out_type.dtype, out_type.shape);
   visit_dtype(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (accepts<T>(kAccepts)) {
+    if constexpr (accepts<T>(kDomain)) {
       using C = compute_t<T>;
       const T* x = in_ptr<T>(in[0]);
       T* y = out_ptr<T>(out);
@@ -72,33 +40,33 @@ Tensor kernel_unary(std::span<const Tensor> in, const Attrs&, const TensorType& 
   return out;
 }
 
-TensorType check_binary(Op op, Accepts a, std::span<const TensorType> in) {
+TensorType check_binary(Op op, EwDomain d, std::span<const TensorType> in) {
   check(in[0].shape == in[1].shape && in[0].dtype == in[1].dtype, op_name(op),
         ": operands must have one shape and dtype, got ", types_text(in));
-  check(accepts_dtype(a, in[0].dtype), op_name(op), ": expected ", accepts_text(a), ", got ",
+  check(ew_accepts(d, in[0].dtype), op_name(op), ": expected ", ew_domain_text(d), ", got ",
         in[0].to_string());
   return in[0];
 }
 
-template <Op kOp, Accepts kAccepts>
+template <Op kOp, EwDomain kDomain>
 TensorType infer_binary(std::span<const TensorType> in, const Attrs&) {
-  return check_binary(kOp, kAccepts, in);
+  return check_binary(kOp, kDomain, in);
 }
 
-template <Op kOp>
+template <Op kOp, EwDomain kDomain>
 TensorType infer_compare(std::span<const TensorType> in, const Attrs&) {
-  TensorType t = check_binary(kOp, Accepts::any, in);
+  TensorType t = check_binary(kOp, kDomain, in);
   return {DType::boolean, t.shape};
 }
 
 // Binary and compare kernels: R is the result storage type's role (same as input,
 // or bool for comparisons).
-template <Accepts kAccepts, class F, bool kCompare>
+template <EwDomain kDomain, class F, bool kCompare>
 Tensor kernel_binary(std::span<const Tensor> in, const Attrs&, const TensorType& out_type) {
   Tensor out(out_type.dtype, out_type.shape);
   visit_dtype(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (accepts<T>(kAccepts)) {
+    if constexpr (accepts<T>(kDomain)) {
       using C = compute_t<T>;
       const T* a = in_ptr<T>(in[0]);
       const T* b = in_ptr<T>(in[1]);
@@ -152,58 +120,26 @@ Tensor kernel_cast(std::span<const Tensor> in, const Attrs&, const TensorType& o
   return in[0].cast(out_type.dtype);
 }
 
-template <Op kOp, Accepts kAccepts, class F>
-void unary(OpTable& t) {
-  set_rule(t, kOp, &infer_unary<kOp, kAccepts>, &kernel_unary<kOp, kAccepts, F>);
+// The registration of one row of GLIA_ELEMENTWISE_OPS, by its class.
+template <Op kOp, EwDomain kDomain, class F>
+void add_unary(OpTable& t) {
+  set_rule(t, kOp, &infer_unary<kOp, kDomain>, &kernel_unary<kOp, kDomain, F>);
 }
-template <Op kOp, Accepts kAccepts, class F>
-void binary(OpTable& t) {
-  set_rule(t, kOp, &infer_binary<kOp, kAccepts>, &kernel_binary<kAccepts, F, false>);
+template <Op kOp, EwDomain kDomain, class F>
+void add_binary(OpTable& t) {
+  set_rule(t, kOp, &infer_binary<kOp, kDomain>, &kernel_binary<kDomain, F, false>);
 }
-template <Op kOp, class F>
-void compare(OpTable& t) {
-  set_rule(t, kOp, &infer_compare<kOp>, &kernel_binary<Accepts::any, F, true>);
+template <Op kOp, EwDomain kDomain, class F>
+void add_compare(OpTable& t) {
+  set_rule(t, kOp, &infer_compare<kOp, kDomain>, &kernel_binary<kDomain, F, true>);
 }
 
 }  // namespace
 
 void add_elementwise_rules(OpTable& t) {
-  using A = Accepts;
-  unary<Op::neg, A::numeric, ew::Neg>(t);
-  unary<Op::abs, A::numeric, ew::Abs>(t);
-  unary<Op::sign, A::numeric, ew::Sign>(t);
-  unary<Op::exp, A::floats, ew::Exp>(t);
-  unary<Op::expm1, A::floats, ew::Expm1>(t);
-  unary<Op::log, A::floats, ew::Log>(t);
-  unary<Op::log1p, A::floats, ew::Log1p>(t);
-  unary<Op::sqrt, A::floats, ew::Sqrt>(t);
-  unary<Op::rsqrt, A::floats, ew::Rsqrt>(t);
-  unary<Op::tanh, A::floats, ew::Tanh>(t);
-  unary<Op::logistic, A::floats, ew::Logistic>(t);
-  unary<Op::erf, A::floats, ew::Erf>(t);
-  unary<Op::sin, A::floats, ew::Sin>(t);
-  unary<Op::cos, A::floats, ew::Cos>(t);
-  unary<Op::floor, A::numeric, ew::Floor>(t);
-  unary<Op::ceil, A::numeric, ew::Ceil>(t);
-  unary<Op::round, A::numeric, ew::Round>(t);
-  unary<Op::not_, A::logical, ew::Not>(t);
-  binary<Op::add, A::numeric, ew::Add>(t);
-  binary<Op::subtract, A::numeric, ew::Subtract>(t);
-  binary<Op::multiply, A::numeric, ew::Multiply>(t);
-  binary<Op::divide, A::numeric, ew::Divide>(t);
-  binary<Op::pow, A::numeric, ew::Pow>(t);
-  binary<Op::max, A::numeric, ew::Max>(t);
-  binary<Op::min, A::numeric, ew::Min>(t);
-  binary<Op::remainder, A::numeric, ew::Remainder>(t);
-  binary<Op::atan2, A::floats, ew::Atan2>(t);
-  binary<Op::and_, A::logical, ew::And>(t);
-  binary<Op::or_, A::logical, ew::Or>(t);
-  compare<Op::eq, ew::Eq>(t);
-  compare<Op::ne, ew::Ne>(t);
-  compare<Op::lt, ew::Lt>(t);
-  compare<Op::le, ew::Le>(t);
-  compare<Op::gt, ew::Gt>(t);
-  compare<Op::ge, ew::Ge>(t);
+#define GLIA_EW_ADD_RULE(op, F, cls, domain, stem) add_##cls<Op::op, EwDomain::domain, ew::F>(t);
+  GLIA_ELEMENTWISE_OPS(GLIA_EW_ADD_RULE)
+#undef GLIA_EW_ADD_RULE
   set_rule(t, Op::select, &infer_select, &kernel_select);
   set_rule(t, Op::cast, &infer_cast, &kernel_cast);
   set_rule(t, Op::stop_gradient, &infer_identity, &kernel_identity);

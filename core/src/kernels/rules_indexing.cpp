@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "glia/core/monoid.hpp"
 #include "kernels/kernel_util.hpp"
 #include "rules.hpp"
 
@@ -41,18 +42,6 @@ std::vector<std::int64_t> read_indices(std::string_view op, const Tensor& indice
     check(out[i] >= 0 && out[i] < size, op, ": index ", out[i], " (at position ", i,
           " of the indices) is out of range for axis ", axis, " of size ", size);
   return out;
-}
-
-// x seen as (outer, size, inner) around `axis`.
-struct AxisSplit {
-  std::int64_t outer = 1, size = 1, inner = 1;
-};
-AxisSplit split_at(const Shape& x, int axis) {
-  AxisSplit s;
-  for (int i = 0; i < axis; ++i) s.outer *= x[i];
-  s.size = x[axis];
-  for (int i = axis + 1; i < x.rank(); ++i) s.inner *= x[i];
-  return s;
 }
 
 // ---- gather --------------------------------------------------------------------------
@@ -104,31 +93,25 @@ Tensor kernel_scatter_add(std::span<const Tensor> in, const Attrs& attrs, const 
   visit_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) {
-      // Float sums accumulate in double; integer sums wrap around, so they accumulate in
-      // u64, where overflow is defined, and are narrowed modulo 2^bits at the end.
-      using Acc = wide_t<T>;
-      auto widen = [](T v) {
-        if constexpr (std::is_same_v<Acc, double>)
-          return static_cast<double>(static_cast<compute_t<T>>(v));
-        else
-          return static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
-      };
+      // Float sums accumulate in double, integer sums in u64, wrapping around (the sum
+      // monoid's accumulator), and are narrowed at the end.
+      using Sum = monoid<Op::reduce_sum>;
+      using Acc = Sum::acc_t<T>;
+      auto widen = [](T v) { return Sum::widen<T>(static_cast<compute_t<T>>(v)); };
       const T* target = in_ptr<T>(in[0]);   // (outer, size, inner)
       const T* updates = in_ptr<T>(in[2]);  // (outer, n, inner)
       std::vector<Acc> acc(static_cast<std::size_t>(result.numel()));
       for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = widen(target[i]);
       for (std::int64_t o = 0; o < s.outer; ++o)
         for (std::int64_t j = 0; j < n; ++j)
-          for (std::int64_t k = 0; k < s.inner; ++k)
-            acc[static_cast<std::size_t>((o * s.size + idx[static_cast<std::size_t>(j)]) * s.inner +
-                                         k)] += widen(updates[(o * n + j) * s.inner + k]);
+          for (std::int64_t k = 0; k < s.inner; ++k) {
+            Acc& slot = acc[static_cast<std::size_t>(
+                (o * s.size + idx[static_cast<std::size_t>(j)]) * s.inner + k)];
+            slot = Sum::combine<T>(slot, widen(updates[(o * n + j) * s.inner + k]));
+          }
       T* y = out_ptr<T>(result);
-      for (std::size_t i = 0; i < acc.size(); ++i) {
-        if constexpr (std::is_same_v<Acc, double>)
-          y[i] = convert_element<T>(acc[i]);
-        else
-          y[i] = static_cast<T>(acc[i]);
-      }
+      for (std::size_t i = 0; i < acc.size(); ++i)
+        y[i] = convert_element<T>(Sum::narrow<T>(acc[i]));
     }
   });
   return result;

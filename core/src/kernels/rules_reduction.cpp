@@ -3,9 +3,9 @@
 // Reducing over no axes is the identity; reducing a zero-size axis gives the identity.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 
+#include "glia/core/monoid.hpp"
 #include "kernels/kernel_util.hpp"
 #include "rules.hpp"
 
@@ -36,57 +36,19 @@ TensorType infer_reduce(std::span<const TensorType> in, const Attrs& attrs) {
   return {in[0].dtype, reduced_shape(in[0].shape, a.axes, a.keep_axes)};
 }
 
-struct SumOp {
-  template <class T>
-  static wide_t<T> init() {
-    return 0;
-  }
-  template <class A>
-  static A combine(A acc, A v) {
-    return acc + v;
-  }
-};
-struct ProdOp {
-  template <class T>
-  static wide_t<T> init() {
-    return 1;
-  }
-  template <class A>
-  static A combine(A acc, A v) {
-    return acc * v;
-  }
-};
-// max/min work in the compute type; a NaN, once seen, stays.
-template <bool kMax>
-struct ExtremeOp {
-  template <class T>
-  static compute_t<T> init() {
-    using C = compute_t<T>;
-    if constexpr (std::is_floating_point_v<C>)
-      return kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
-    else
-      return kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
-  }
-  template <class A>
-  static A combine(A acc, A v) {
-    if constexpr (std::is_floating_point_v<A>)
-      if (std::isnan(v)) return v;
-    return (kMax ? v > acc : v < acc) ? v : acc;
-  }
-};
-template <class R, class T>
-using acc_t = decltype(R::template init<T>());
-
-template <class R>
+// Sums and products accumulate in double (floats) or u64 (integers, wrapping around);
+// max and min in the compute type, keeping the first NaN (monoid.hpp).
+template <Op kOp>
 Tensor kernel_reduce(std::span<const Tensor> in, const Attrs& attrs, const TensorType& out_type) {
+  using M = monoid<kOp>;
   const auto& a = attrs_as<ReduceAttrs>(attrs);
   const Shape& shape = in[0].shape();
   Tensor out(out_type.dtype, out_type.shape);
   visit_dtype(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) {
-      using A = acc_t<R, T>;
-      std::vector<A> acc(static_cast<std::size_t>(out.numel()), R::template init<T>());
+      using A = typename M::template acc_t<T>;
+      std::vector<A> acc(static_cast<std::size_t>(out.numel()), M::template identity<T>());
       // ostride[d]: how far one step along input axis d moves in the output (0 if reduced).
       std::vector<std::int64_t> ostride(static_cast<std::size_t>(shape.rank()), 0);
       std::vector<bool> reduced(static_cast<std::size_t>(shape.rank()), false);
@@ -102,7 +64,7 @@ Tensor kernel_reduce(std::span<const Tensor> in, const Attrs& attrs, const Tenso
       std::int64_t o = 0;
       for (std::int64_t i = 0; i < in[0].numel(); ++i) {
         auto& slot = acc[static_cast<std::size_t>(o)];
-        slot = R::combine(slot, static_cast<A>(static_cast<compute_t<T>>(x[i])));
+        slot = M::template combine<T>(slot, M::template widen<T>(static_cast<compute_t<T>>(x[i])));
         for (int d = shape.rank() - 1; d >= 0; --d) {  // advance the multi-index
           auto du = static_cast<std::size_t>(d);
           o += ostride[du];
@@ -112,7 +74,8 @@ Tensor kernel_reduce(std::span<const Tensor> in, const Attrs& attrs, const Tenso
         }
       }
       T* y = out_ptr<T>(out);
-      for (std::size_t i = 0; i < acc.size(); ++i) y[i] = convert_element<T>(acc[i]);
+      for (std::size_t i = 0; i < acc.size(); ++i)
+        y[i] = convert_element<T>(M::template narrow<T>(acc[i]));
     }
   });
   return out;
@@ -137,11 +100,8 @@ template <bool kMax>
 Tensor kernel_arg_reduce(std::span<const Tensor> in, const Attrs& attrs,
                          const TensorType& out_type) {
   const auto& a = attrs_as<ArgReduceAttrs>(attrs);
-  const Shape& s = in[0].shape();
-  auto axis = static_cast<int>(a.axis);
-  std::int64_t outer = 1, inner = 1, n = s[axis];
-  for (int d = 0; d < axis; ++d) outer *= s[d];
-  for (int d = axis + 1; d < s.rank(); ++d) inner *= s[d];
+  const AxisSplit split = split_at(in[0].shape(), a.axis);  // (outer, n, inner)
+  const std::int64_t outer = split.outer, n = split.size, inner = split.inner;
   Tensor out(out_type.dtype, out_type.shape);
   std::int64_t* y = out_ptr<std::int64_t>(out);
   visit_dtype(in[0].dtype(), [&](auto tag) {
@@ -173,10 +133,10 @@ Tensor kernel_arg_reduce(std::span<const Tensor> in, const Attrs& attrs,
 }  // namespace
 
 void add_reduction_rules(OpTable& t) {
-  set_rule(t, Op::reduce_sum, &infer_reduce<Op::reduce_sum>, &kernel_reduce<SumOp>);
-  set_rule(t, Op::reduce_prod, &infer_reduce<Op::reduce_prod>, &kernel_reduce<ProdOp>);
-  set_rule(t, Op::reduce_max, &infer_reduce<Op::reduce_max>, &kernel_reduce<ExtremeOp<true>>);
-  set_rule(t, Op::reduce_min, &infer_reduce<Op::reduce_min>, &kernel_reduce<ExtremeOp<false>>);
+#define GLIA_ADD_REDUCE_RULE(op, m) \
+  set_rule(t, Op::op, &infer_reduce<Op::op>, &kernel_reduce<Op::op>);
+  GLIA_REDUCTION_MONOIDS(GLIA_ADD_REDUCE_RULE)
+#undef GLIA_ADD_REDUCE_RULE
   set_rule(t, Op::argmax, &infer_arg_reduce<Op::argmax>, &kernel_arg_reduce<true>);
   set_rule(t, Op::argmin, &infer_arg_reduce<Op::argmin>, &kernel_arg_reduce<false>);
 }

@@ -1,11 +1,11 @@
 // Inference and reference kernels of the window ops (XLA's ReduceWindow and
 // SelectAndScatter): window_sum, window_max and select_and_scatter, the primitives
 // behind sum/avg/max pooling and max pooling's gradient. A window spans every axis.
-#include <limits>
 #include <string>
 #include <type_traits>
 
 #include "glia/core/elementwise.hpp"
+#include "glia/core/monoid.hpp"
 #include "kernels/kernel_util.hpp"
 #include "rules.hpp"
 
@@ -109,22 +109,10 @@ class WindowWalker {
   std::vector<std::int64_t> positions_;
 };
 
-template <class T>
-T from_acc(wide_t<T> v) {
-  if constexpr (std::is_same_v<wide_t<T>, double>)
-    return convert_element<T>(v);
-  else
-    return static_cast<T>(v);
-}
-
-template <class T>
-constexpr compute_t<T> lowest_value() {
-  using C = compute_t<T>;
-  if constexpr (std::numeric_limits<C>::has_infinity)
-    return -std::numeric_limits<C>::infinity();
-  else
-    return std::numeric_limits<C>::lowest();
-}
+// Sums accumulate as reduce_sum does (double, or wrapping u64); padding and holes count
+// as reduce_max's identity (-inf or the lowest integer), so they never win.
+using Sum = monoid<Op::reduce_sum>;
+using Max = monoid<Op::reduce_max>;
 
 template <class T>
 bool is_nan(compute_t<T> v) {
@@ -142,10 +130,10 @@ Tensor kernel_window_sum(std::span<const Tensor> in, const Attrs& attrs, const T
       std::vector<std::int64_t> index;
       for (std::int64_t i = 0; i < y.numel(); ++i) {
         unravel(i, out.shape, index);
-        wide_t<T> acc = 0;
+        Sum::acc_t<T> acc = Sum::identity<T>();
         for (std::int64_t p : walker.positions(index))
-          if (p >= 0) acc += static_cast<wide_t<T>>(static_cast<compute_t<T>>(x[p]));
-        o[i] = from_acc<T>(acc);
+          if (p >= 0) acc = Sum::combine<T>(acc, Sum::widen<T>(static_cast<compute_t<T>>(x[p])));
+        o[i] = convert_element<T>(Sum::narrow<T>(acc));
       }
     }
   });
@@ -164,10 +152,10 @@ Tensor kernel_window_max(std::span<const Tensor> in, const Attrs& attrs, const T
       std::vector<std::int64_t> index;
       for (std::int64_t i = 0; i < y.numel(); ++i) {
         unravel(i, out.shape, index);
-        // Padding and holes count as the lowest value, so they never win.
-        C best = lowest_value<T>();
+        const C lowest = Max::identity<T>();
+        C best = lowest;
         for (std::int64_t p : walker.positions(index))
-          best = ew::Max{}(best, p >= 0 ? static_cast<C>(x[p]) : lowest_value<T>());
+          best = ew::Max{}(best, p >= 0 ? static_cast<C>(x[p]) : lowest);
         o[i] = convert_element<T>(best);
       }
     }
@@ -184,7 +172,7 @@ Tensor kernel_select_and_scatter(std::span<const Tensor> in, const Attrs& attrs,
       using C = compute_t<T>;
       const T* x = in_ptr<T>(in[0]);    // operand (d0, d1, ...)
       const T* src = in_ptr<T>(in[1]);  // one value per window (w0, w1, ...)
-      std::vector<wide_t<T>> acc(static_cast<std::size_t>(y.numel()), 0);
+      std::vector<Sum::acc_t<T>> acc(static_cast<std::size_t>(y.numel()), Sum::identity<T>());
       WindowWalker walker(in[0].shape(), attrs_as<WindowAttrs>(attrs));
       std::vector<std::int64_t> index;
       for (std::int64_t i = 0; i < in[1].numel(); ++i) {
@@ -198,12 +186,14 @@ Tensor kernel_select_and_scatter(std::span<const Tensor> in, const Attrs& attrs,
           bool better = is_nan<T>(v) ? !is_nan<T>(best) : v > best;
           if (chosen < 0 || better) chosen = p, best = v;
         }
-        if (chosen >= 0)
-          acc[static_cast<std::size_t>(chosen)] += static_cast<wide_t<T>>(static_cast<C>(src[i]));
+        if (chosen >= 0) {
+          auto& slot = acc[static_cast<std::size_t>(chosen)];
+          slot = Sum::combine<T>(slot, Sum::widen<T>(static_cast<C>(src[i])));
+        }
       }
       T* o = out_ptr<T>(y);
       for (std::int64_t i = 0; i < y.numel(); ++i)
-        o[i] = from_acc<T>(acc[static_cast<std::size_t>(i)]);
+        o[i] = convert_element<T>(Sum::narrow<T>(acc[static_cast<std::size_t>(i)]));
     }
   });
   return y;

@@ -39,6 +39,15 @@ class Shape {
 };
 std::ostream& operator<<(std::ostream& out, const Shape& s);
 
+// A shape seen as (outer, size, inner) around one axis, as gather, scatter_add and argmax
+// walk it: element (o, k, i) is at (o * size + k) * inner + i.
+struct AxisSplit {
+  std::int64_t outer = 1, size = 1, inner = 1;
+};
+// The split of `shape` at `axis` in [0, rank); glia::Error otherwise. (The axis is
+// std::int64_t, as in the ops' attributes.)
+AxisSplit split_at(const Shape& shape, std::int64_t axis);
+
 struct TensorType {
   DType dtype = DType::f32;
   Shape shape;

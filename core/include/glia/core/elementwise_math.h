@@ -1,0 +1,278 @@
+/* glia's element-wise math and reduction monoids, written once for every backend: the
+ * C++ reference kernels and CPU executor (through elementwise.hpp and monoid.hpp), CUDA
+ * kernels compiled by NVRTC, and the C that the AOT exporter emits
+ * (glia::elementwise_source() is this file's text). Usage from C:
+ *   #include <math.h>
+ *   #include <stdint.h>
+ *   #include "glia/core/elementwise_math.h"
+ *   float y = glia_logistic_f32(x);   int32_t q = glia_divide_i32(7, 0);   (q == 0)
+ *
+ * The text is the common subset of C11, C++20 and CUDA C++ under NVRTC, so it includes
+ * nothing (NVRTC has no standard headers) and has no templates, overloading or std::.
+ * Macros stamp out one copy per compute type, so each formula is written once per kind
+ * of type (float, integer, bool).
+ *
+ * Names (t is a compute type: f32 (also for f16 and bf16), f64, i32, i64, u8, u32, bool):
+ *   glia_<op>_<t>(x) or (a, b)  an element-wise op, <op> its name in the op table (neg,
+ *                               exp, add, not, eq, ...), defined for the t of its domain:
+ *                               float ops f32 f64; numeric ops f32 f64 i32 i64 u8 u32;
+ *                               logical ops i32 i64 u8 u32 bool; comparisons all seven
+ *                               (they return glia_bool).
+ *   glia_<m>_acc_<t>            the accumulator type of monoid m (sum, prod, max, min)
+ *                               over inputs of compute type t (any numeric t): sums and
+ *                               products of floats in double, of integers in glia_u64
+ *                               (wrap-around, the narrow type's result after narrowing);
+ *                               max and min in t itself.
+ *   glia_<m>_identity_<t>()     the identity, as an accumulator
+ *   glia_<m>_widen_<t>(x)       an input value as an accumulator
+ *   glia_<m>_combine_<t>(a, v)  the accumulator a combined with v (float max and min: a
+ *                               NaN, once seen, stays)
+ *   glia_<m>_narrow_<t>(a)      the accumulator back in the compute type t
+ *
+ * What the includer provides, or may define before including this file:
+ *   math       the <math.h> functions (expf, exp, log1pf, ...): C <math.h>, C++ <cmath>;
+ *              built into NVRTC.
+ *   GLIA_I32 GLIA_I64 GLIA_U8 GLIA_U32 GLIA_U64
+ *              exact-width integer types. Defaults: <stdint.h>'s int32_t etc. (the
+ *              includer includes <stdint.h> or <cstdint>), and under NVRTC, which has no
+ *              <stdint.h>, the builtin types the CUDA ABI fixes at those widths. This file
+ *              never typedefs int32_t itself, which would clash with a later <stdint.h>
+ *              or pick the wrong type on some ABI; it names glia_i32 ... glia_u64.
+ *   GLIA_BOOL  the bool type: bool in C++ and CUDA, _Bool in C (both hold 0 or 1 and
+ *              turn any nonzero value into 1). Named glia_bool here.
+ *   GLIA_EW_FN how each function is declared: static inline; under CUDA inline
+ *              __host__ __device__ (__device__ only under NVRTC, which compiles no host
+ *              code).
+ *   GLIA_EW_INF_F GLIA_EW_INF_D  float and double infinity: INFINITY from <math.h>, and
+ *              bit casts under NVRTC.
+ */
+#ifndef GLIA_ELEMENTWISE_MATH_H
+#define GLIA_ELEMENTWISE_MATH_H
+
+#ifndef GLIA_EW_FN
+/* Under CUDA, inline without static: NVRTC warns about every unused static function. */
+#if defined(__CUDACC_RTC__)
+#define GLIA_EW_FN inline __device__
+#elif defined(__CUDACC__)
+#define GLIA_EW_FN inline __host__ __device__
+#else
+#define GLIA_EW_FN static inline
+#endif
+#endif
+
+#if defined(__CUDACC_RTC__)
+#define GLIA_EW_INT_TYPE_(builtin, stdint) builtin
+#else
+#define GLIA_EW_INT_TYPE_(builtin, stdint) stdint
+#endif
+#ifndef GLIA_I32
+#define GLIA_I32 GLIA_EW_INT_TYPE_(int, int32_t)
+#endif
+#ifndef GLIA_I64
+#define GLIA_I64 GLIA_EW_INT_TYPE_(long long, int64_t)
+#endif
+#ifndef GLIA_U8
+#define GLIA_U8 GLIA_EW_INT_TYPE_(unsigned char, uint8_t)
+#endif
+#ifndef GLIA_U32
+#define GLIA_U32 GLIA_EW_INT_TYPE_(unsigned int, uint32_t)
+#endif
+#ifndef GLIA_U64
+#define GLIA_U64 GLIA_EW_INT_TYPE_(unsigned long long, uint64_t)
+#endif
+#ifndef GLIA_BOOL
+#ifdef __cplusplus
+#define GLIA_BOOL bool
+#else
+#define GLIA_BOOL _Bool
+#endif
+#endif
+
+#ifndef GLIA_EW_INF_F
+#if defined(__CUDACC_RTC__)
+#define GLIA_EW_INF_F __int_as_float(0x7f800000)
+#define GLIA_EW_INF_D __longlong_as_double(0x7ff0000000000000LL)
+#else
+#define GLIA_EW_INF_F ((float)INFINITY)
+#define GLIA_EW_INF_D ((double)INFINITY)
+#endif
+#endif
+
+typedef GLIA_I32 glia_i32;
+typedef GLIA_I64 glia_i64;
+typedef GLIA_U8 glia_u8;
+typedef GLIA_U32 glia_u32;
+typedef GLIA_U64 glia_u64;
+typedef GLIA_BOOL glia_bool;
+
+/* The per-type constants the monoids need, by suffix (pasted as GLIA_EW_INF_##t). */
+#define GLIA_EW_INF_f32 GLIA_EW_INF_F
+#define GLIA_EW_INF_f64 GLIA_EW_INF_D
+#define GLIA_EW_MIN_i32 (-2147483647 - 1)
+#define GLIA_EW_MAX_i32 2147483647
+#define GLIA_EW_MIN_i64 (-9223372036854775807LL - 1)
+#define GLIA_EW_MAX_i64 9223372036854775807LL
+#define GLIA_EW_MIN_u8 0
+#define GLIA_EW_MAX_u8 255
+#define GLIA_EW_MIN_u32 0u
+#define GLIA_EW_MAX_u32 4294967295u
+
+/* The compute types. Floats: M(t, T, m), m the suffix of T's <math.h> functions (expf,
+ * exp). Integers: M(t, T, U, S), U the unsigned type of T's width, in which arithmetic
+ * wraps around (defined, where signed overflow is not), S 1 for a signed T. */
+#define GLIA_EW_FLOAT_TYPES(M) M(f32, float, f) M(f64, double, )
+#define GLIA_EW_SIGNED_TYPES(M) M(i32, glia_i32, glia_u32, 1) M(i64, glia_i64, glia_u64, 1)
+#define GLIA_EW_UNSIGNED_TYPES(M) M(u8, glia_u8, glia_u8, 0) M(u32, glia_u32, glia_u32, 0)
+#define GLIA_EW_INT_TYPES(M) GLIA_EW_SIGNED_TYPES(M) GLIA_EW_UNSIGNED_TYPES(M)
+
+/* ---- Element-wise ops on floats ---------------------------------------------------- */
+
+#define GLIA_EW_FLOAT_OPS(t, T, m)                                                         \
+  GLIA_EW_FN T glia_neg_##t(T x) { return -x; }                                            \
+  GLIA_EW_FN T glia_abs_##t(T x) { return fabs##m(x); }                                    \
+  /* A NaN stays NaN (its payload too); -0 gives +0. */                                    \
+  GLIA_EW_FN T glia_sign_##t(T x) { return x != x ? x : (T)((0 < x) - (x < 0)); }          \
+  GLIA_EW_FN T glia_exp_##t(T x) { return exp##m(x); }                                     \
+  GLIA_EW_FN T glia_expm1_##t(T x) { return expm1##m(x); }                                 \
+  GLIA_EW_FN T glia_log_##t(T x) { return log##m(x); }                                     \
+  GLIA_EW_FN T glia_log1p_##t(T x) { return log1p##m(x); }                                 \
+  GLIA_EW_FN T glia_sqrt_##t(T x) { return sqrt##m(x); }                                   \
+  GLIA_EW_FN T glia_rsqrt_##t(T x) { return (T)1 / sqrt##m(x); }                           \
+  GLIA_EW_FN T glia_tanh_##t(T x) { return tanh##m(x); }                                   \
+  /* Stable on both tails (exp never sees a large positive argument) and branch-free,  */  \
+  /* so vectorising compilers call the vector exp: exp(-|x|) serves both halves. -|x|  */  \
+  /* is written as a select so that a NaN keeps its sign bit: bitwise the same as      */  \
+  /* 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 + exp(x)) otherwise, NaN included.   */  \
+  GLIA_EW_FN T glia_logistic_##t(T x) {                                                    \
+    T e = exp##m(x >= 0 ? -x : x);                                                         \
+    return (x >= 0 ? (T)1 : e) / ((T)1 + e);                                               \
+  }                                                                                        \
+  GLIA_EW_FN T glia_erf_##t(T x) { return erf##m(x); }                                     \
+  GLIA_EW_FN T glia_sin_##t(T x) { return sin##m(x); }                                     \
+  GLIA_EW_FN T glia_cos_##t(T x) { return cos##m(x); }                                     \
+  GLIA_EW_FN T glia_floor_##t(T x) { return floor##m(x); }                                 \
+  GLIA_EW_FN T glia_ceil_##t(T x) { return ceil##m(x); }                                   \
+  /* Half away from zero, as Nx. */                                                        \
+  GLIA_EW_FN T glia_round_##t(T x) { return round##m(x); }                                 \
+  GLIA_EW_FN T glia_add_##t(T a, T b) { return a + b; }                                    \
+  GLIA_EW_FN T glia_subtract_##t(T a, T b) { return a - b; }                               \
+  GLIA_EW_FN T glia_multiply_##t(T a, T b) { return a * b; }                               \
+  GLIA_EW_FN T glia_divide_##t(T a, T b) { return a / b; }                                 \
+  /* The sign of the dividend (C's fmod). */                                               \
+  GLIA_EW_FN T glia_remainder_##t(T a, T b) { return fmod##m(a, b); }                      \
+  GLIA_EW_FN T glia_pow_##t(T a, T b) { return pow##m(a, b); }                             \
+  /* A NaN operand gives NaN (a + b keeps the first NaN's payload). */                     \
+  GLIA_EW_FN T glia_max_##t(T a, T b) { return a != a || b != b ? a + b : a > b ? a : b; } \
+  GLIA_EW_FN T glia_min_##t(T a, T b) { return a != a || b != b ? a + b : a < b ? a : b; } \
+  GLIA_EW_FN T glia_atan2_##t(T a, T b) { return atan2##m(a, b); }
+
+/* ---- Element-wise ops on integers -------------------------------------------------- */
+
+/* Integer arithmetic goes through U, so overflow wraps (-MIN == MIN) without undefined
+ * behaviour; x / 0 == 0, MIN / -1 == MIN, x % 0 == x and x % -1 == 0 instead of
+ * trapping. Rounding is the identity. */
+#define GLIA_EW_INT_OPS(t, T, U, S)                                        \
+  GLIA_EW_FN T glia_neg_##t(T x) { return (T)(0 - (U)x); }                 \
+  GLIA_EW_FN T glia_floor_##t(T x) { return x; }                           \
+  GLIA_EW_FN T glia_ceil_##t(T x) { return x; }                            \
+  GLIA_EW_FN T glia_round_##t(T x) { return x; }                           \
+  GLIA_EW_FN T glia_not_##t(T x) { return (T)~x; }                         \
+  GLIA_EW_FN T glia_add_##t(T a, T b) { return (T)((U)a + (U)b); }         \
+  GLIA_EW_FN T glia_subtract_##t(T a, T b) { return (T)((U)a - (U)b); }    \
+  GLIA_EW_FN T glia_multiply_##t(T a, T b) { return (T)((U)a * (U)b); }    \
+  /* Truncates toward zero. */                                             \
+  GLIA_EW_FN T glia_divide_##t(T a, T b) {                                 \
+    return b == 0 ? (T)0 : (S && b == (T)-1) ? (T)(0 - (U)a) : (T)(a / b); \
+  }                                                                        \
+  GLIA_EW_FN T glia_remainder_##t(T a, T b) {                              \
+    return b == 0 ? a : (S && b == (T)-1) ? (T)0 : (T)(a % b);             \
+  }                                                                        \
+  GLIA_EW_FN T glia_max_##t(T a, T b) { return a > b ? a : b; }            \
+  GLIA_EW_FN T glia_min_##t(T a, T b) { return a < b ? a : b; }            \
+  GLIA_EW_FN T glia_and_##t(T a, T b) { return (T)(a & b); }               \
+  GLIA_EW_FN T glia_or_##t(T a, T b) { return (T)(a | b); }                \
+  /* base^e by squaring, modulo 2^bits. */                                 \
+  GLIA_EW_FN U glia_ew_upow_##t(U base, U e) {                             \
+    U result = 1;                                                          \
+    for (; e; e >>= 1) {                                                   \
+      if (e & 1) result = (U)(result * base);                              \
+      base = (U)(base * base);                                             \
+    }                                                                      \
+    return result;                                                         \
+  }
+
+/* Separate from GLIA_EW_INT_OPS: `x < 0` on an unsigned type draws warnings. */
+#define GLIA_EW_SIGNED_OPS(t, T, U, S)                                             \
+  GLIA_EW_FN T glia_abs_##t(T x) { return x < 0 ? (T)(0 - (U)x) : x; }             \
+  GLIA_EW_FN T glia_sign_##t(T x) { return (T)((0 < x) - (x < 0)); }               \
+  /* A negative exponent truncates like 1 / a^|b|: 1 for 1, +-1 for -1, else 0. */ \
+  GLIA_EW_FN T glia_pow_##t(T a, T b) {                                            \
+    if (b < 0) return a == 1 ? (T)1 : a == -1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0;   \
+    return (T)glia_ew_upow_##t((U)a, (U)b);                                        \
+  }
+#define GLIA_EW_UNSIGNED_OPS(t, T, U, S)                  \
+  GLIA_EW_FN T glia_abs_##t(T x) { return x; }            \
+  GLIA_EW_FN T glia_sign_##t(T x) { return (T)(x != 0); } \
+  GLIA_EW_FN T glia_pow_##t(T a, T b) { return (T)glia_ew_upow_##t((U)a, (U)b); }
+
+/* ---- Logical ops on bool, comparisons on every type -------------------------------- */
+
+GLIA_EW_FN glia_bool glia_not_bool(glia_bool x) { return !x; }
+GLIA_EW_FN glia_bool glia_and_bool(glia_bool a, glia_bool b) { return a && b; }
+GLIA_EW_FN glia_bool glia_or_bool(glia_bool a, glia_bool b) { return a || b; }
+
+/* `...` takes the type lists' other columns, unused here. */
+#define GLIA_EW_COMPARE_OPS(t, T, ...)                          \
+  GLIA_EW_FN glia_bool glia_eq_##t(T a, T b) { return a == b; } \
+  GLIA_EW_FN glia_bool glia_ne_##t(T a, T b) { return a != b; } \
+  GLIA_EW_FN glia_bool glia_lt_##t(T a, T b) { return a < b; }  \
+  GLIA_EW_FN glia_bool glia_le_##t(T a, T b) { return a <= b; } \
+  GLIA_EW_FN glia_bool glia_gt_##t(T a, T b) { return a > b; }  \
+  GLIA_EW_FN glia_bool glia_ge_##t(T a, T b) { return a >= b; }
+
+/* ---- Reduction monoids ------------------------------------------------------------- */
+
+/* Sum and product over inputs of type T, accumulated in A (double or glia_u64). Integer
+ * inputs widen through glia_i64, so a negative value sign-extends and the u64 sum
+ * wraps to the narrow type's sum when narrowed. */
+#define GLIA_EW_ARITH_MONOID(m, t, T, A, W, identity, op)                   \
+  typedef A glia_##m##_acc_##t;                                             \
+  GLIA_EW_FN A glia_##m##_identity_##t(void) { return identity; }           \
+  GLIA_EW_FN A glia_##m##_widen_##t(T x) { return (A)(W)x; }                \
+  GLIA_EW_FN A glia_##m##_combine_##t(A acc, A v) { return (A)(acc op v); } \
+  GLIA_EW_FN T glia_##m##_narrow_##t(A acc) { return (T)acc; }
+
+/* Max and min over T, accumulated in T; takes_v says when v replaces acc. */
+#define GLIA_EW_EXTREME_MONOID(m, t, T, identity, takes_v)                      \
+  typedef T glia_##m##_acc_##t;                                                 \
+  GLIA_EW_FN T glia_##m##_identity_##t(void) { return identity; }               \
+  GLIA_EW_FN T glia_##m##_widen_##t(T x) { return x; }                          \
+  GLIA_EW_FN T glia_##m##_combine_##t(T acc, T v) { return takes_v ? v : acc; } \
+  GLIA_EW_FN T glia_##m##_narrow_##t(T acc) { return acc; }
+
+/* A NaN input replaces the accumulator, and no later v beats a NaN accumulator (every
+ * comparison with NaN is false), so a NaN once seen stays. */
+#define GLIA_EW_FLOAT_MONOIDS(t, T, m)                                     \
+  GLIA_EW_ARITH_MONOID(sum, t, T, double, double, 0, +)                    \
+  GLIA_EW_ARITH_MONOID(prod, t, T, double, double, 1, *)                   \
+  GLIA_EW_EXTREME_MONOID(max, t, T, -GLIA_EW_INF_##t, (v != v || v > acc)) \
+  GLIA_EW_EXTREME_MONOID(min, t, T, GLIA_EW_INF_##t, (v != v || v < acc))
+#define GLIA_EW_INT_MONOIDS(t, T, U, S)                          \
+  GLIA_EW_ARITH_MONOID(sum, t, T, glia_u64, glia_i64, 0, +)      \
+  GLIA_EW_ARITH_MONOID(prod, t, T, glia_u64, glia_i64, 1, *)     \
+  GLIA_EW_EXTREME_MONOID(max, t, T, (T)GLIA_EW_MIN_##t, v > acc) \
+  GLIA_EW_EXTREME_MONOID(min, t, T, (T)GLIA_EW_MAX_##t, v < acc)
+
+/* ---- The stamping ------------------------------------------------------------------ */
+
+GLIA_EW_FLOAT_TYPES(GLIA_EW_FLOAT_OPS)
+GLIA_EW_INT_TYPES(GLIA_EW_INT_OPS)
+GLIA_EW_SIGNED_TYPES(GLIA_EW_SIGNED_OPS)
+GLIA_EW_UNSIGNED_TYPES(GLIA_EW_UNSIGNED_OPS)
+GLIA_EW_FLOAT_TYPES(GLIA_EW_COMPARE_OPS)
+GLIA_EW_INT_TYPES(GLIA_EW_COMPARE_OPS)
+GLIA_EW_COMPARE_OPS(bool, glia_bool, )
+GLIA_EW_FLOAT_TYPES(GLIA_EW_FLOAT_MONOIDS)
+GLIA_EW_INT_TYPES(GLIA_EW_INT_MONOIDS)
+
+#endif /* GLIA_ELEMENTWISE_MATH_H */
