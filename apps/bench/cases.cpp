@@ -155,9 +155,10 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
     }
     c.call();  // compiles
   } else if (n == "softmax_1k" || n == "softmax_1m") {
-    auto f = jit(
-        [](const Expr& x) { return softmax(x); },
-        {.backend = backend, .name = "softmax", .compile_options = {.cpu = {.threads = context.threads}}});
+    auto f = jit([](const Expr& x) { return softmax(x); },
+                 {.backend = backend,
+                  .name = "softmax",
+                  .compile_options = {.cpu = {.threads = context.threads}}});
     Tensor x = uniform_tensor({n == "softmax_1k" ? 1000 : 1000000}, 3);
     c.call = [f, x] { f(x); };
     c.call();

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "glia/compiler/registry.hpp"
 #include "glia/compiler/cpu_backend.hpp"
+#include "glia/compiler/registry.hpp"
 #include "mnist_models.hpp"
 
 namespace glia::cli {

@@ -38,12 +38,9 @@ void lower_direct(LoweringState& state) {
     if (n.op == Op::gather || n.op == Op::scatter_add || n.op == Op::argmax || n.op == Op::argmin) {
       // Around the axis of the operand: gather's table, scatter_add's target, arg*'s input.
       const Shape& x = n.op == Op::scatter_add ? n.type.shape : g.type(n.inputs[0]).shape;
-      int axis = n.op == Op::argmax || n.op == Op::argmin
-                     ? int(std::get<ArgReduceAttrs>(n.attrs).axis)
-                     : int(std::get<AxisAttrs>(n.attrs).axis);
-      for (int d = 0; d < axis; ++d) spec.outer *= x[d];
-      spec.size = x[axis];
-      for (int d = axis + 1; d < x.rank(); ++d) spec.inner *= x[d];
+      spec.split = split_at(x, n.op == Op::argmax || n.op == Op::argmin
+                                   ? std::get<ArgReduceAttrs>(n.attrs).axis
+                                   : std::get<AxisAttrs>(n.attrs).axis);
     }
     Kernel k;
     for (ValueId in : n.inputs) add_unique(k.inputs, in);

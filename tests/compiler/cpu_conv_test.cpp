@@ -12,7 +12,6 @@
 namespace glia::testing {
 namespace {
 
-
 struct ConvCase {
   std::string name;
   Shape x, k;

@@ -8,7 +8,6 @@
 namespace glia::testing {
 namespace {
 
-
 const DType kAll[] = {boolean, u8, u32, i32, i64, f16, bf16, f32, f64};
 
 Tensor values_of(const Shape& s, DType t, unsigned seed) {

@@ -9,7 +9,6 @@
 namespace glia::testing {
 namespace {
 
-
 const DType kNumeric[] = {u8, u32, i32, i64, f16, bf16, f32, f64};
 
 // Values small enough that every dtype holds them and its sums exactly (u8 wraps the same

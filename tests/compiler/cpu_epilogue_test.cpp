@@ -43,7 +43,7 @@ TEST(CpuEpilogue, MatmulBiasAndActivation) {
     EXPECT_EQ(mm.epilogue.steps, c.steps);
     ASSERT_EQ(mm.epilogue.operands.size(), 1u);
     EXPECT_TRUE(mm.epilogue.operands[0].bias);
-    EXPECT_EQ(mm.epilogue.operands[0].value, 2);  // the bias parameter, not its broadcast
+    EXPECT_EQ(mm.epilogue.operands[0].value, 2);   // the bias parameter, not its broadcast
     EXPECT_EQ(exe->program().kernels.size(), 1u);  // everything in one kernel
     EXPECT_THAT(exe->describe(), HasSubstr("glia small matmul"));  // realised by the small kernel
   }

@@ -297,13 +297,15 @@ TEST(Fuzz, CompiledGraphsMatchTheInterpreter) {
     shrunk += glia::optimize(g).size() < glia::prune(g).size();
     for (const std::string& name : backends) {
       bool runs_all = true;  // a backend that runs only some ops (a test's) skips the others
-      for (const glia::Node& n : g.nodes()) runs_all = runs_all && glia::backend(name).supports(n.op);
+      for (const glia::Node& n : g.nodes())
+        runs_all = runs_all && glia::backend(name).supports(n.op);
       if (!runs_all) continue;
       std::vector<Tensor> got = glia::compile_graph(g, name)->run(inputs);
       const bool exact = name == "interp";  // the same reference kernels: rounding of passes only
       ASSERT_EQ(got.size(), want.size()) << name;
       for (std::size_t i = 0; i < want.size(); ++i) {
-        ASSERT_EQ(got[i].type(), want[i].type()) << name << ", case " << c << "\n" << glia::to_text(g);
+        ASSERT_EQ(got[i].type(), want[i].type()) << name << ", case " << c << "\n"
+                                                 << glia::to_text(g);
         ASSERT_TRUE(glia::allclose(got[i], want[i], exact ? 1e-5 : 1e-4, exact ? 1e-6 : 1e-5))
             << name << ", case " << c << " output " << i << "\n"
             << glia::to_text(g) << "\noptimized:\n"

@@ -112,7 +112,9 @@ TEST(Lowering, SoftmaxSweepsAndExtents) {
     int defined = 0;
     bool stored = false;
     for (const auto& in : sweep.code) {
-      if (in.dst >= 0) EXPECT_EQ(in.dst, defined++);
+      if (in.dst >= 0) {
+        EXPECT_EQ(in.dst, defined++);
+      }
       if (in.code == FusedSpec::Code::store)
         stored = true;
       else
@@ -190,10 +192,12 @@ TEST(Lowering, DirectKernelsSplitAroundTheirAxis) {
   auto direct = p.specs<DirectSpec>();
   ASSERT_EQ(direct.size(), 2u);
   EXPECT_EQ(direct[0]->op, Op::gather);
-  EXPECT_EQ((std::vector<std::int64_t>{direct[0]->outer, direct[0]->size, direct[0]->inner}),
+  const AxisSplit& gather = direct[0]->split;
+  EXPECT_EQ((std::vector<std::int64_t>{gather.outer, gather.size, gather.inner}),
             (std::vector<std::int64_t>{2, 7, 3}));
   EXPECT_EQ(direct[1]->op, Op::argmax);
-  EXPECT_EQ((std::vector<std::int64_t>{direct[1]->outer, direct[1]->size, direct[1]->inner}),
+  const AxisSplit& arg = direct[1]->split;
+  EXPECT_EQ((std::vector<std::int64_t>{arg.outer, arg.size, arg.inner}),
             (std::vector<std::int64_t>{14, 3, 1}));
 }
 
@@ -211,7 +215,9 @@ TEST(Lowering, KernelsRunAfterWhatTheyRead) {
     for (ValueId out : p.kernels[k].outputs) position[std::size_t(out)] = int(k);
   for (std::size_t k = 0; k < p.kernels.size(); ++k)
     for (ValueId in : p.kernels[k].inputs)
-      if (position[std::size_t(in)] >= 0) EXPECT_LT(position[std::size_t(in)], int(k));
+      if (position[std::size_t(in)] >= 0) {
+        EXPECT_LT(position[std::size_t(in)], int(k));
+      }
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ TEST(MemoryPlan, ConstantsParametersAndUnusedValues) {
   auto s = g.add(Op::add, {x, k});
   g.set_outputs({s, x});
   auto plan = glia::plan_memory(g);
-  EXPECT_EQ(plan.value_count, 1);      // neg's result; add's is an output
+  EXPECT_EQ(plan.value_count, 1);  // neg's result; add's is an output
   EXPECT_EQ(plan.peak_live_bytes, 8);
   EXPECT_EQ(plan.offsets, (std::vector<std::int64_t>{-1, -1, 0, -1}));
   EXPECT_EQ(plan.last_use[2], 0);  // nobody reads it: it dies in the kernel that makes it

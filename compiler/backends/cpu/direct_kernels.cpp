@@ -9,31 +9,27 @@
 #include "backends/cpu/realise.hpp"
 #include "glia/core/attrs.hpp"
 #include "glia/core/error.hpp"
+#include "glia/core/monoid.hpp"
 #include "glia/core/tensor.hpp"
 
 namespace glia::detail::cpu {
 
 namespace {
 
-// Float sums accumulate in double; integer sums wrap, so they accumulate in u64 (defined
-// overflow) and are narrowed modulo 2^bits, as the reference kernels do.
+// Sums accumulate as the reference kernels do (glia/core/monoid.hpp): floats in double,
+// integers in u64 (wrapping, narrowed modulo 2^bits).
+using Sum = monoid<Op::reduce_sum>;
 template <class T>
-using Acc = std::conditional_t<is_float(dtype_of<T>()), double, std::uint64_t>;
+using Acc = Sum::acc_t<T>;
 
 template <class T>
 Acc<T> widen(T v) {
-  if constexpr (std::is_same_v<Acc<T>, double>)
-    return static_cast<double>(static_cast<compute_t<T>>(v));
-  else
-    return static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+  return Sum::widen<T>(static_cast<compute_t<T>>(v));
 }
 
 template <class T>
 T narrow(Acc<T> v) {
-  if constexpr (std::is_same_v<Acc<T>, double>)
-    return convert_element<T>(v);
-  else
-    return static_cast<T>(v);
+  return convert_element<T>(Sum::narrow<T>(v));
 }
 
 // ---- window_sum -----------------------------------------------------------------------
@@ -129,12 +125,6 @@ class WindowSumKernel final : public CpuKernel {
 
 // ---- gather and scatter_add -----------------------------------------------------------
 
-// x seen as (outer, size, inner) around the axis.
-struct AxisSplit {
-  std::int64_t outer = 1, size = 1, inner = 1;
-};
-AxisSplit split_of(const DirectSpec& s) { return {s.outer, s.size, s.inner}; }
-
 // The indices as i64, each checked to lie in [0, size) before any thread starts (an
 // out-of-range index is a glia::Error, as in the reference kernel).
 void read_indices(std::string_view op, DType dtype, const std::byte* indices, std::int64_t count,
@@ -159,7 +149,7 @@ struct IndexState final : KernelState {
 class GatherKernel final : public CpuKernel {
  public:
   GatherKernel(const Graph& g, const DirectSpec& spec)
-      : split_(split_of(spec)), x_(spec.operands[0]), indices_(spec.operands[1]), out_(spec.node) {
+      : split_(spec.split), x_(spec.operands[0]), indices_(spec.operands[1]), out_(spec.node) {
     const Node& n = g.node(spec.node);
     axis_ = static_cast<int>(std::get<AxisAttrs>(n.attrs).axis);
     indices_type_ = g.type(indices_);
@@ -200,7 +190,7 @@ class GatherKernel final : public CpuKernel {
 class ScatterAddKernel final : public CpuKernel {
  public:
   ScatterAddKernel(const Graph& g, const DirectSpec& spec)
-      : split_(split_of(spec)), operands_(spec.operands), out_(spec.node) {
+      : split_(spec.split), operands_(spec.operands), out_(spec.node) {
     const Node& n = g.node(spec.node);
     axis_ = static_cast<int>(std::get<AxisAttrs>(n.attrs).axis);
     dtype_ = n.type.dtype;
@@ -275,7 +265,7 @@ template <bool kMax>
 class ArgReduceKernel final : public CpuKernel {
  public:
   ArgReduceKernel(const Graph& g, const DirectSpec& spec)
-      : split_(split_of(spec)), x_(spec.operands[0]), out_(spec.node) {
+      : split_(spec.split), x_(spec.operands[0]), out_(spec.node) {
     dtype_ = g.type(x_).dtype;
   }
 

@@ -18,6 +18,7 @@
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/realise.hpp"
 #include "glia/core/elementwise.hpp"
+#include "glia/core/monoid.hpp"
 #include "glia/core/tensor.hpp"
 
 #define GLIA_SIMD_MATH(name, type) type name(type) noexcept __attribute__((simd("notinbranch")));

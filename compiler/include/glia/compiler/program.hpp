@@ -95,7 +95,7 @@ struct DirectSpec {
   std::vector<ValueId> operands;  // the node's inputs, in order
   // gather, scatter_add (the target), argmax, argmin: the operand as (outer, size, inner)
   // around the axis.
-  std::int64_t outer = 1, size = 1, inner = 1;
+  AxisSplit split;
 };
 
 // A fused group of element-wise, layout-view, random and reduction nodes as sweeps over
