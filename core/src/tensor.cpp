@@ -1,12 +1,11 @@
 #include "glia/core/tensor.hpp"
 
-#include <atomic>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <ostream>
+
+#include "glia/core/buffer.hpp"
 
 namespace glia {
 
@@ -14,18 +13,20 @@ namespace {
 
 constexpr std::size_t kAlignment = 64;
 
-std::atomic<std::int64_t> g_allocations{0};
-std::atomic<std::int64_t> g_allocated_bytes{0};
+// What every borrowed tensor points to: a buffer that owns nothing, held through an empty
+// control block so that borrowing and copying a borrowed tensor count no references.
+Buffer* borrowed_buffer() {
+  // Never destroyed: tensors in static objects may borrow until the very end.
+  static auto* keep = new std::shared_ptr<Buffer>(Buffer::adopt(Device::host(), nullptr, 0, {}));
+  return keep->get();
+}
 
-std::shared_ptr<std::byte> allocate(std::size_t nbytes, bool zero) {
-  // One byte at least, so that a zero-size tensor still has (unique) storage.
-  std::size_t size = (std::max<std::size_t>(nbytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, size);
-  if (p == nullptr) throw Error(cat("Tensor: could not allocate ", nbytes, " bytes"));
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  g_allocated_bytes.fetch_add(static_cast<std::int64_t>(size), std::memory_order_relaxed);
-  if (zero) std::memset(p, 0, size);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+// The allocator that copies `t`'s bytes: its buffer's, or, for adopted memory, its device's.
+std::shared_ptr<Allocator> copier(const Tensor& t) {
+  const std::shared_ptr<Buffer>& buffer = t.buffer();
+  if (Allocator* a = buffer ? buffer->allocator() : nullptr)
+    return std::shared_ptr<Allocator>(std::shared_ptr<Allocator>(), a);  // the buffer holds it
+  return allocator_for(t.device());
 }
 
 // Shortest round-trip text of a float, always with a decimal point or exponent ("1.0").
@@ -88,13 +89,14 @@ void print_nested(std::ostream& out, const Tensor& t, int axis, std::int64_t off
 }  // namespace
 
 Tensor::Tensor(DType dtype, Shape shape) : type_{dtype, std::move(shape)} {
-  storage_ = allocate(nbytes(), true);
+  attach(Buffer::allocate(Device::host(), nbytes()), 0);
+  std::memset(data_, 0, buffer_->size());
 }
 
-Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+Tensor Tensor::uninitialized(DType dtype, Shape shape, Device device) {
   Tensor t;
   t.type_ = TensorType{dtype, std::move(shape)};
-  t.storage_ = allocate(t.nbytes(), false);
+  t.attach(Buffer::allocate(device, t.nbytes()), 0);
   return t;
 }
 
@@ -104,13 +106,83 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> storage
         "Tensor::wrap: storage must be ", kAlignment, "-byte aligned");
   Tensor t;
   t.type_ = TensorType{dtype, std::move(shape)};
-  t.storage_ = std::move(storage);
+  std::byte* data = storage.get();
+  t.attach(Buffer::adopt(Device::host(), data, t.nbytes(), std::move(storage)), 0);
   return t;
 }
 
-AllocationStats allocation_stats() {
-  return {g_allocations.load(std::memory_order_relaxed),
-          g_allocated_bytes.load(std::memory_order_relaxed)};
+Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer,
+                    std::size_t byte_offset) {
+  check(buffer != nullptr, "Tensor::wrap: null buffer");
+  Tensor t;
+  t.type_ = TensorType{dtype, std::move(shape)};
+  std::size_t n = t.nbytes(), size = buffer->size();
+  check(byte_offset <= size && n <= size - byte_offset, "Tensor::wrap: ", t.type_.to_string(), " (",
+        n, " bytes) at offset ", byte_offset, " does not fit in a buffer of ", size, " bytes on ",
+        buffer->device());
+  auto address = reinterpret_cast<std::uintptr_t>(buffer->data()) + byte_offset;
+  check(address % static_cast<std::uintptr_t>(dtype_size(dtype)) == 0, "Tensor::wrap: offset ",
+        byte_offset, " misaligns ", dtype, " elements");
+  t.attach(std::move(buffer), byte_offset);
+  return t;
+}
+
+Tensor Tensor::borrow(DType dtype, Shape shape, void* data) {
+  Tensor t;
+  t.type_ = TensorType{dtype, std::move(shape)};
+  check(data != nullptr || t.nbytes() == 0, "Tensor::borrow: null data for ", t.type_.to_string());
+  check(
+      reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(dtype_size(dtype)) == 0,
+      "Tensor::borrow: data misaligned for ", dtype, " elements");
+  t.buffer_ = std::shared_ptr<Buffer>(std::shared_ptr<Buffer>(), borrowed_buffer());
+  t.data_ = static_cast<std::byte*>(data);
+  return t;
+}
+
+void Tensor::attach(std::shared_ptr<Buffer> buffer, std::size_t byte_offset) {
+  data_ = static_cast<std::byte*>(buffer->data()) + byte_offset;
+  device_ = buffer->device();
+  buffer_ = std::move(buffer);
+}
+
+bool Tensor::borrowed() const { return buffer_.get() == borrowed_buffer(); }
+
+const std::shared_ptr<Buffer>& Tensor::buffer() const {
+  static const std::shared_ptr<Buffer> none;
+  return borrowed() ? none : buffer_;
+}
+
+std::size_t Tensor::byte_offset() const {
+  if (!defined() || borrowed()) return 0;
+  return static_cast<std::size_t>(data_ - static_cast<std::byte*>(buffer_->data()));
+}
+
+bool Tensor::shares_storage_with(const Tensor& other) const {
+  if (!defined() || !other.defined() || device_ != other.device_) return false;
+  if (buffer_ == other.buffer_ && !borrowed()) return true;
+  const void* a = borrowed() ? data_ : buffer_->data();
+  const void* b = other.borrowed() ? other.data_ : other.buffer_->data();
+  return a != nullptr && a == b;
+}
+
+bool Tensor::unique_storage() const { return buffer_.use_count() == 1 && buffer_->sole_holder(); }
+
+Tensor Tensor::to(Device device) const {
+  if (!defined() || device == device_) return *this;
+  if (!device_.is_host() && !device.is_host()) return to_host().to(device);  // via the host
+  Tensor t = uninitialized(dtype(), shape(), device);
+  std::size_t n = nbytes();
+  if (n == 0) return t;
+  if (device_.is_host())
+    copier(t)->copy_from_host(t.data_, data_, n);
+  else
+    copier(*this)->copy_to_host(t.data_, data_, n);
+  return t;
+}
+
+void Tensor::throw_not_host(const char* what) const {
+  throw Error(cat(what, ": the tensor (", type_.to_string(), ") is on ", device_,
+                  ", which host code cannot read; copy it with to_host() first"));
 }
 
 std::size_t Tensor::nbytes() const {
@@ -153,6 +225,7 @@ Tensor Tensor::iota(Shape shape, std::optional<int> axis, DType dtype) {
 
 void Tensor::check_storage_type(DType expected) const {
   check(defined(), "Tensor: access to an undefined tensor");
+  host_data("Tensor::data");
   check(expected == dtype(), "Tensor::data: the tensor holds ", dtype(), ", not ", expected);
 }
 
@@ -161,14 +234,20 @@ double Tensor::element(std::int64_t i) const {
         type_.to_string());
   return visit_dtype(dtype(), [&](auto tag) {
     using T = decltype(tag);
-    return convert_element<double>(reinterpret_cast<const T*>(storage_.get())[i]);
+    return convert_element<double>(static_cast<const T*>(host_data("Tensor::element"))[i]);
   });
 }
 
 Tensor Tensor::clone() const {
   if (!defined()) return {};
-  Tensor t(dtype(), shape());
-  std::memcpy(t.raw_data(), raw_data(), nbytes());
+  std::size_t n = nbytes();
+  if (device_.is_host()) {
+    Tensor t(dtype(), shape());
+    if (n > 0) std::memcpy(t.data_, data_, n);
+    return t;
+  }
+  Tensor t = uninitialized(dtype(), shape(), device_);
+  if (n > 0) copier(t)->copy_within(t.data_, data_, n);
   return t;
 }
 
@@ -181,10 +260,11 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 Tensor Tensor::cast(DType to) const {
+  const void* data = host_data("Tensor::cast");
   Tensor t(to, shape());
   visit_dtype(dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
-    const From* in = reinterpret_cast<const From*>(storage_.get());
+    const From* in = static_cast<const From*>(data);
     visit_dtype(to, [&](auto to_tag) {
       using To = decltype(to_tag);
       To* out = t.data<To>();
@@ -201,6 +281,7 @@ std::string Tensor::to_string(std::int64_t limit) const {
     out << "  undefined\n>";
     return out.str();
   }
+  host_data("Tensor::to_string");
   std::int64_t budget = limit;
   if (rank() == 0) {
     out << "  " << format_element(*this, 0) << "\n>";
@@ -213,13 +294,22 @@ std::string Tensor::to_string(std::int64_t limit) const {
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t) { return out << t.to_string(); }
 
+namespace {
+void check_on_host(const Tensor& a, const Tensor& b, const char* what) {
+  check(a.device().is_host() && b.device().is_host(), what, ": compares host tensors, not ",
+        a.device(), " and ", b.device(), "; copy them with to_host() first");
+}
+}  // namespace
+
 bool equal(const Tensor& a, const Tensor& b) {
   if (a.type() != b.type() || a.defined() != b.defined()) return false;
+  check_on_host(a, b, "equal");
   return !a.defined() || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   if (a.shape() != b.shape()) return false;
+  check_on_host(a, b, "allclose");
   for (std::int64_t i = 0; i < a.numel(); ++i) {
     double x = a.element(i), y = b.element(i);
     if (std::isnan(x) || std::isnan(y)) {

@@ -1,6 +1,8 @@
 #include <cstdint>
+#include <cstring>
 
 #include "core/test_util.hpp"
+#include "glia/core/buffer.hpp"
 
 namespace glia {
 namespace {
@@ -95,6 +97,110 @@ TEST(Tensor, BadInput) {
   EXPECT_GLIA_ERROR(t.reshape({3}), "cannot reshape f32[2] to [3]");
   EXPECT_GLIA_ERROR(t.element(2), "out of range");
   EXPECT_GLIA_ERROR(Tensor().data<float>(), "undefined tensor");
+}
+
+TEST(Tensor, CountsHostStorageAllocations) {
+  AllocationStats before = allocation_stats();
+  Tensor a(f32, {100});  // 400 bytes, rounded up to 448
+  Tensor b = Tensor::uninitialized(u8, {0});
+  Tensor c = a.clone();
+  Tensor d = a;
+  Tensor e = a.reshape({4, 25});
+  Tensor f = a.to_host();
+  AllocationStats after = allocation_stats();
+  EXPECT_EQ(after.count - before.count, 3);
+  EXPECT_EQ(after.bytes - before.bytes, 448 + 64 + 448);
+  EXPECT_EQ(a.device(), Device::host());
+  EXPECT_TRUE(f.shares_storage_with(a));
+  EXPECT_EQ(a.buffer()->size(), 448u);
+  EXPECT_EQ(a.byte_offset(), 0u);
+}
+
+TEST(Tensor, UniqueStorageOnTheHost) {
+  Tensor a = Tensor::zeros({2});
+  EXPECT_TRUE(a.unique_storage());
+  Tensor b = a.reshape({2, 1});
+  EXPECT_FALSE(a.unique_storage());
+  b = Tensor();
+  EXPECT_TRUE(a.unique_storage());
+  EXPECT_FALSE(Tensor().unique_storage());
+}
+
+TEST(Tensor, WrapsSharedStorageWithoutAllocating) {
+  bool freed = false;
+  auto* memory = static_cast<std::byte*>(std::aligned_alloc(64, 64));
+  std::shared_ptr<std::byte> storage(memory, [&](std::byte* p) {
+    freed = true;
+    std::free(p);
+  });
+  std::int32_t values[3] = {4, 5, 6};
+  std::memcpy(memory, values, sizeof values);
+  AllocationStats before = allocation_stats();
+  Tensor t = Tensor::wrap(i32, {3}, storage);
+  EXPECT_EQ(allocation_stats().count, before.count);
+  EXPECT_EQ(t.raw_data(), memory);
+  EXPECT_EQ(t.to_vector<int>(), (std::vector<int>{4, 5, 6}));
+  EXPECT_FALSE(t.unique_storage());  // `storage` is still held here
+  EXPECT_TRUE(t.shares_storage_with(Tensor::wrap(u8, {12}, storage)));
+  storage.reset();
+  EXPECT_TRUE(t.unique_storage());
+  EXPECT_FALSE(freed);
+  t = Tensor();
+  EXPECT_TRUE(freed);
+  EXPECT_GLIA_ERROR(Tensor::wrap(f32, {1}, std::shared_ptr<std::byte>()), "null storage");
+}
+
+TEST(Tensor, WrapsPartOfAHostBuffer) {
+  bool freed = false;
+  auto* memory = static_cast<float*>(std::aligned_alloc(64, 128));
+  for (int i = 0; i < 32; ++i) memory[i] = float(i);
+  auto owner = std::shared_ptr<float>(memory, [&](float* p) {
+    freed = true;
+    std::free(p);
+  });
+  AllocationStats before = allocation_stats();
+  auto buffer = Buffer::adopt(Device::host(), memory, 128, std::move(owner));
+  Tensor rows = Tensor::wrap(f32, {2, 3}, buffer, 4 * sizeof(float));
+  Tensor tail = Tensor::wrap(f32, {2}, buffer, 30 * sizeof(float));
+  EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(tail.to_vector<float>(), (std::vector<float>{30, 31}));
+  EXPECT_EQ(rows.byte_offset(), 16u);
+  EXPECT_TRUE(rows.shares_storage_with(tail));
+  EXPECT_EQ(allocation_stats().count, before.count);  // adopted and wrapped, not allocated
+  buffer.reset();
+  rows = Tensor();
+  EXPECT_FALSE(freed);  // `tail` still holds the buffer, which holds the owner
+  EXPECT_EQ(tail.to_vector<float>(), (std::vector<float>{30, 31}));
+  tail = Tensor();
+  EXPECT_TRUE(freed);
+}
+
+TEST(Tensor, BorrowDoesNotOwn) {
+  alignas(64) double values[4] = {1, 2, 3, 4};
+  AllocationStats before = allocation_stats();
+  Tensor t = Tensor::borrow(f64, {2, 2}, values);
+  Tensor copy = t;
+  AllocationStats after = allocation_stats();
+  EXPECT_EQ(after.count, before.count);
+  EXPECT_EQ(after.bytes, before.bytes);
+  EXPECT_EQ(t.raw_data(), values);
+  EXPECT_EQ(t.device(), Device::host());
+  t.data<double>()[3] = 9;
+  EXPECT_EQ(values[3], 9);
+  EXPECT_EQ(copy.to_vector<double>(), (std::vector<double>{1, 2, 3, 9}));
+  EXPECT_FALSE(t.unique_storage());  // never donated, not even when alone
+  copy = Tensor();
+  EXPECT_FALSE(t.unique_storage());
+  EXPECT_TRUE(t.defined());
+  EXPECT_EQ(t.buffer(), nullptr);
+  EXPECT_TRUE(t.shares_storage_with(Tensor::borrow(u8, {8}, values)));
+  EXPECT_FALSE(t.shares_storage_with(Tensor::borrow(f64, {1}, values + 1)));
+  EXPECT_FALSE(t.shares_storage_with(Tensor::zeros({4}, f64)));
+  Tensor owned = t.clone();
+  EXPECT_TRUE(owned.unique_storage());
+  EXPECT_TRUE(equal(owned, t));
+  EXPECT_EQ(Tensor::borrow(f32, {0}, nullptr).numel(), 0);
+  EXPECT_GLIA_ERROR(Tensor::borrow(f32, {1}, nullptr), "null data");
 }
 
 }  // namespace
