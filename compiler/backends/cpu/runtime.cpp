@@ -52,11 +52,6 @@ FlushDenormals::~FlushDenormals() = default;
 
 namespace {
 
-// A tensor over storage the run owns: the reference kernels take Tensors.
-Tensor borrowed(const TensorType& t, std::byte* data) {
-  return Tensor::wrap(t.dtype, t.shape, std::shared_ptr<std::byte>(data, [](std::byte*) {}));
-}
-
 // The node's op on its reference kernel, its result copied into the placed output.
 class ReferenceKernel final : public CpuKernel {
  public:
@@ -67,7 +62,7 @@ class ReferenceKernel final : public CpuKernel {
     std::vector<Tensor> args;
     args.reserve(node_.inputs.size());
     for (std::size_t i = 0; i < node_.inputs.size(); ++i)
-      args.push_back(borrowed(types_[i], ctx.at(node_.inputs[i])));
+      args.push_back(Tensor::borrow(types_[i].dtype, types_[i].shape, ctx.at(node_.inputs[i])));
     Tensor result = op_info(node_.op).kernel(args, node_.attrs, node_.type);
     std::memcpy(ctx.at(id_), result.raw_data(), result.nbytes());
   }

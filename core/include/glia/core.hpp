@@ -1,7 +1,10 @@
-// glia core: dtypes, shapes, tensors, the op table, the Graph IR, the Expr tracing
-// API and the reference interpreter.
+// glia core: dtypes, shapes, tensors over device-aware buffers, element-wise math and
+// reduction monoids, the op table, the Graph IR, the Expr tracing API and the reference
+// interpreter.
 #pragma once
 
+#include "glia/core/buffer.hpp"
+#include "glia/core/device.hpp"
 #include "glia/core/dtype.hpp"
 #include "glia/core/elementwise.hpp"
 #include "glia/core/error.hpp"
