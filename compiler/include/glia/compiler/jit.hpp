@@ -1,6 +1,7 @@
 // jit: turns a function over Exprs (and vectors, tuples and maps of them, nested) into
 // a function over Tensors that is traced, verified and compiled once per argument
-// signature (the argument structure and each leaf's dtype and shape), then cached.
+// signature (the argument structure and each leaf's dtype and shape), then cached. It
+// compiles on glia::default_backend() unless JitOptions names another, as build() does.
 //   auto f = glia::jit([](const glia::Expr& x, const glia::Expr& y) { return glia::exp(x) + y; });
 //   glia::Tensor z = f(x, y);   // first call: traces and compiles (a miss)
 //   z = f(x, y);                // same signature: a hit
@@ -21,13 +22,14 @@
 #include <vector>
 
 #include "glia/compiler/backend.hpp"
+#include "glia/compiler/registry.hpp"
 #include "glia/core/expr.hpp"
 #include "glia/core/tree.hpp"
 
 namespace glia {
 
 struct JitOptions {
-  std::string backend = "interp";
+  std::string backend = default_backend();  // "cpu" where glia has oneDNN, else "interp"
   std::string name = "fn";                  // the graph's name, in printed graphs and in errors
   CompileOptions compile_options{};
 };
