@@ -4,8 +4,9 @@
 #include "glia/compiler/compile.hpp"
 #include "glia/compiler/registry.hpp"
 
-#include <functional>
-#include <string_view>
+#include <algorithm>
+#include <cstring>
+#include <iterator>
 
 namespace glia::detail {
 
@@ -48,9 +49,11 @@ void check_trace_outputs(const std::string& fn_name, const std::vector<Expr>& ou
 std::shared_ptr<const CompiledEntry> trace_and_compile(const JitOptions& options,
                                                        const std::string& structure,
                                                        std::span<const TensorType> types,
+                                                       std::string_view key,
                                                        const TraceBody& body) {
   auto entry = std::make_shared<CompiledEntry>();
   entry->signature = signature_text(structure, types);
+  entry->key = key;
   entry->graph = Graph(options.name);
   {
     TraceScope scope(entry->graph);
@@ -84,79 +87,104 @@ JitCache::JitCache(JitOptions options) : options_(std::move(options)) {
 
 namespace {
 
-// A word-at-a-time mix of the key's parts; equal keys hash equal, and find() compares
-// them exactly. (Byte-wise hashing of the dims cost more than a tiny model's run.)
-struct KeyHash {
-  std::uint64_t h = 1469598103934665603ull;
-  void word(std::uint64_t w) {
-    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-  }
-  void text(const std::string& s) {
-    word(std::hash<std::string_view>{}(s));
-    word(s.size());
-  }
-  void type(const TensorType& t) {
-    word(static_cast<std::uint64_t>(t.dtype));
-    for (std::int64_t dim : t.shape.dims()) word(static_cast<std::uint64_t>(dim));
-    word(~std::uint64_t{0});  // separates f32[2][3] from f32[2] followed by f32[3]
-  }
+// This thread's argument buffers, one set per depth of jitted calls in progress.
+struct CallBuffers {
+  std::vector<Tensor> leaves;
+  std::string key;
 };
+struct ThreadBuffers {
+  std::vector<std::unique_ptr<CallBuffers>> by_depth;
+  std::size_t depth = 0;
+};
+thread_local ThreadBuffers t_buffers;
 
-template <class Types>
-std::uint64_t key_hash(const std::string& structure, const Types& types) {
-  KeyHash k;
-  k.text(structure);
-  for (const auto& t : types) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t)>, Tensor>)
-      k.type(t.type());
-    else
-      k.type(t);
+}  // namespace
+
+CallArguments::CallArguments() {
+  ThreadBuffers& t = t_buffers;
+  if (t.depth == t.by_depth.size()) t.by_depth.push_back(std::make_unique<CallBuffers>());
+  CallBuffers& b = *t.by_depth[t.depth++];
+  leaves_ = &b.leaves;
+  key_ = &b.key;
+  key_data_ = key_->data();
+  key_capacity_ = key_->size();
+}
+
+void CallArguments::grow_key(std::size_t n) {
+  key_->resize(std::max<std::size_t>(2 * key_->size(), key_size_ + n + 64));
+  key_data_ = key_->data();
+  key_capacity_ = key_->size();
+}
+
+CallArguments::~CallArguments() {
+  // Copying an undefined Tensor in drops the storage; the shape's vector keeps its
+  // capacity (a copy never shrinks it), ready for the next call's leaf.
+  const Tensor none;
+  for (std::size_t i = 0; i < size_; ++i) (*leaves_)[i] = none;
+  --t_buffers.depth;
+}
+
+std::vector<Tensor> CallArguments::take_leaves() {
+  auto first = leaves_->begin();
+  std::vector<Tensor> out(std::make_move_iterator(first),
+                          std::make_move_iterator(first + static_cast<std::ptrdiff_t>(size_)));
+  size_ = 0;
+  return out;
+}
+
+namespace {
+
+// Eight bytes at a time in two lanes, so the multiplies of one word overlap the next's.
+std::uint64_t key_hash(std::string_view key) {
+  constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  std::uint64_t a = 0x243F6A8885A308D3ull ^ key.size(), b = 0x13198A2E03707344ull;
+  std::size_t i = 0;
+  for (; i + 16 <= key.size(); i += 16) {
+    std::uint64_t x, y;
+    std::memcpy(&x, key.data() + i, 8);
+    std::memcpy(&y, key.data() + i + 8, 8);
+    a = (a ^ x) * kMul;
+    b = (b ^ y) * kMul;
+    a ^= a >> 29;
+    b ^= b >> 31;
   }
-  return k.h;
+  std::uint64_t tail[2] = {0, 0};
+  std::memcpy(tail, key.data() + i, key.size() - i);
+  a = (a ^ tail[0]) * kMul;
+  b = (b ^ tail[1]) * kMul;
+  std::uint64_t h = (a ^ (b >> 32) ^ (b << 32)) * kMul;
+  return h ^ (h >> 32);
 }
 
 }  // namespace
 
-std::shared_ptr<const CompiledEntry> JitCache::find(const char* type_key,
-                                                    const std::string& structure,
-                                                    std::span<const Tensor> leaves, bool count) {
-  for (const Tensor& t : leaves)
-    if (!t.defined()) return nullptr;  // insert() names the undefined leaf
-  std::uint64_t h = key_hash(structure, leaves);
+std::shared_ptr<const CompiledEntry> JitCache::find(const char* type_key, std::string_view key,
+                                                    bool count) {
+  std::uint64_t h = key_hash(key);
   std::lock_guard lock(mutex_);
   auto [first, last] = entries_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     const Stored& s = it->second;
-    if (s.structure != structure || s.types.size() != leaves.size() ||
-        (s.type_key_ptr != type_key && s.type_key != type_key))
-      continue;
-    bool same = true;
-    for (std::size_t i = 0; same && i < leaves.size(); ++i) same = s.types[i] == leaves[i].type();
-    if (!same) continue;
+    if ((s.type_key_ptr != type_key && s.type_key != type_key) || s.entry->key != key) continue;
     if (count) ++stats_.hits;
     return s.entry;
   }
   return nullptr;
 }
 
-std::shared_ptr<const CompiledEntry> JitCache::insert(const char* type_key,
+std::shared_ptr<const CompiledEntry> JitCache::insert(const char* type_key, std::string_view key,
                                                       const std::string& structure,
                                                       std::span<const TensorType> types,
                                                       const TraceBody& body, bool count) {
   // Traced without the lock, so the function may call other jitted functions.
-  auto entry = trace_and_compile(options_, structure, types, body);
-  std::uint64_t h = key_hash(structure, types);
+  auto entry = trace_and_compile(options_, structure, types, key, body);
+  std::uint64_t h = key_hash(key);
   std::lock_guard lock(mutex_);
   if (count) ++stats_.misses;
   auto [first, last] = entries_.equal_range(h);
   for (auto it = first; it != last; ++it)
-    if (it->second.structure == structure && it->second.type_key == type_key &&
-        std::equal(it->second.types.begin(), it->second.types.end(), types.begin(), types.end()))
-      return it->second.entry;
-  Stored stored{type_key, type_key, structure, std::vector<TensorType>(types.begin(), types.end()),
-                entry};
-  entries_.emplace(h, std::move(stored));
+    if (it->second.type_key == type_key && it->second.entry->key == key) return it->second.entry;
+  entries_.emplace(h, Stored{type_key, type_key, entry});
   return entry;
 }
 

@@ -6,7 +6,6 @@
 
 #include "glia/autograd/grad.hpp"
 #include "glia/compiler/jit.hpp"
-#include "predict_shortcut.hpp"
 
 namespace glia {
 
@@ -222,9 +221,6 @@ using SingleCall = std::function<Tensor(const ParamMap&, const ParamMap&, const 
 using TrainCall = std::function<std::tuple<Tensor, ParamMap>(
     const ParamMap&, const ParamMap&, const std::map<std::string, Tensor>&, const Tensor&)>;
 
-using SingleEntry = std::function<std::shared_ptr<const CompiledEntry>(
-    const ParamMap&, const ParamMap&, const Tensor&)>;
-
 std::string types_key(const InputTypes& types) {
   std::string s;
   for (const auto& [name, t] : types) s += name + ":" + t.to_string() + ";";
@@ -247,9 +243,6 @@ struct PredictFn::Impl {
   PredictCall inference;
   // The same forward pass taking the single input as a tensor: no map to build per call.
   SingleCall inference_single;
-  SingleEntry single_entry;  // inference_single's compiled entry for these arguments
-  std::mutex mutex;
-  std::shared_ptr<const detail::PredictShortcut> shortcut;
   TrainCall train;
 };
 
@@ -307,36 +300,7 @@ std::map<std::string, Tensor> single(const PredictFn::Impl& impl, const Tensor& 
 Tensor PredictFn::operator()(const ModelState& s, const Tensor& input) const {
   check(!impl_->single_input.empty(),
         "predict: the model has several inputs; pass a map of input name -> tensor");
-  std::shared_ptr<const detail::PredictShortcut> shortcut;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    shortcut = impl_->shortcut;
-  }
-  if (shortcut && input.defined() && detail::same_keys(s.params, shortcut->params) &&
-      detail::same_keys(s.state, shortcut->state)) {
-    std::vector<Tensor> leaves;
-    leaves.reserve(shortcut->types.size());
-    TreeTraits<ParamMap>::flatten(s.params, leaves);
-    TreeTraits<ParamMap>::flatten(s.state, leaves);
-    leaves.push_back(input);
-    bool same = leaves.size() == shortcut->types.size();
-    for (std::size_t i = 0; same && i < leaves.size(); ++i)
-      same = leaves[i].defined() && leaves[i].type() == shortcut->types[i];
-    if (same) return shortcut->entry->executable->run(leaves)[0];
-  }
-  Tensor out = impl_->inference_single(s.params, s.state, input);
-  auto next = std::make_shared<detail::PredictShortcut>();
-  next->entry = impl_->single_entry(s.params, s.state, input);
-  next->params = detail::map_keys(s.params);
-  next->state = detail::map_keys(s.state);
-  for (const auto& [layer, inner] : s.params)
-    for (const auto& [name, t] : inner) next->types.push_back(t.type());
-  for (const auto& [layer, inner] : s.state)
-    for (const auto& [name, t] : inner) next->types.push_back(t.type());
-  next->types.push_back(input.type());
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->shortcut = std::move(next);
-  return out;
+  return impl_->inference_single(s.params, s.state, input);
 }
 Tensor PredictFn::operator()(const ModelState& s,
                              const std::map<std::string, Tensor>& inputs) const {
@@ -371,16 +335,12 @@ BuiltModel build(const Model& model, const BuildOptions& options) {
       },
       JitOptions{.backend = options.backend, .name = "predict"});
   if (input_names.size() == 1) {
-    auto single = jit(
+    impl->inference_single = jit(
         [model, name = input_names[0]](const ExprParamMap& p, const ExprParamMap& s,
                                        const Expr& x) {
           return apply(model, p, s, {{name, x}}, Mode::inference).output;
         },
         JitOptions{.backend = options.backend, .name = "predict"});
-    impl->inference_single = single;
-    impl->single_entry = [single](const ParamMap& p, const ParamMap& s, const Tensor& x) {
-      return single.compiled(p, s, x);
-    };
   }
   impl->train = jit(
       [model](const ExprParamMap& p, const ExprParamMap& s, const std::map<std::string, Expr>& x,

@@ -173,6 +173,15 @@ TEST(Jit, UsesTheChosenBackendAndNameAndDescribes) {
   EXPECT_EQ(entry->signature, "(f32[3])");
 }
 
+TEST(Jit, CompilesOnTheDefaultBackend) {
+  auto f = glia::jit([](const Expr& x) { return x + 1.0; });
+  EXPECT_EQ(f.options().backend, glia::default_backend());
+  EXPECT_EQ(glia::JitOptions{.name = "g"}.backend, glia::default_backend());
+  expect_floats(f(f32s({1, 2})), {2, 3});
+  EXPECT_THAT(f.compiled(f32s({1, 2}))->executable->describe(),
+              HasSubstr(glia::default_backend() + " executable"));
+}
+
 TEST(Jit, Errors) {
   EXPECT_THAT([] { glia::jit([](const Expr& x) { return x; }, {.backend = "gpu9000"}); },
               ThrowsMessage<glia::Error>(

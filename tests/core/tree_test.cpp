@@ -38,6 +38,31 @@ TEST(Tree, StructureStrings) {
   EXPECT_EQ(glia::tree_structure(odd), R"({"a\"b\\c":T})");
 }
 
+// Writes what a visitor is told, one token a call.
+struct Recorder {
+  std::vector<std::string> tokens;
+  void leaf(const Tensor& t) { tokens.push_back("leaf " + t.type().to_string()); }
+  void open(char bracket, std::size_t n) {
+    tokens.push_back(std::string(1, bracket) + std::to_string(n));
+  }
+  void next() { tokens.push_back(","); }
+  void key(const std::string& k) { tokens.push_back("key " + k); }
+  void close(char bracket) { tokens.push_back(std::string(1, bracket)); }
+};
+
+TEST(Tree, VisitWalksInFlatteningOrder) {
+  using Tree = std::map<std::string, std::tuple<Tensor, std::vector<Tensor>>>;
+  Tree tree{{"w", {f32s({1, 2}), {}}}, {"b", {f32s({3}), {f32s({4}), Tensor::scalar(5)}}}};
+  Recorder r;
+  glia::TreeTraits<Tree>::visit(tree, r);
+  EXPECT_EQ(
+      r.tokens,
+      (std::vector<std::string>{
+          "{2", "key b", "(2", "leaf f32[1]", ",", "[2", "leaf f32[1]", ",", "leaf f32", "]", ")",
+          ",",  "key w", "(2", "leaf f32[2]", ",", "[0", "]",           ")", "}"}));
+  EXPECT_EQ(glia::tree_structure(tree), R"({"b":(T,[T,T]),"w":(T,[])})");
+}
+
 TEST(Tree, FlattenInOrderAndRebuild) {
   using Tree = std::map<std::string, std::vector<Tensor>>;
   Tree tree{{"b", {f32s({3}), f32s({4, 5})}}, {"a", {f32s({1})}}};

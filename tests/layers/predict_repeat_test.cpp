@@ -1,7 +1,7 @@
 // Repeated predict calls on the `cpu` backend, as a serving loop makes them: after the
-// first call a signature seen before runs its executable directly, so these check that
-// values follow the state given (never a cached one), that a new batch size or new
-// parameter names compile afresh, and that bad input still fails with glia::Error.
+// first call a signature seen before is a jit cache hit, so these check that values
+// follow the state given (never a cached one), that a new batch size or new parameter
+// names compile afresh, and that bad input still fails with glia::Error.
 #include <gtest/gtest.h>
 
 #include <algorithm>

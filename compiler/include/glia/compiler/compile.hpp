@@ -28,10 +28,13 @@ class CompiledFn {
 
   Result operator()(const Args&... args) const {
     check(entry_ != nullptr, "calling an empty glia::CompiledFn");
-    std::vector<Tensor> leaves;
-    std::string structure = detail::flatten_arguments(leaves, args...);
-    detail::check_signature(*entry_, structure, leaves);
-    return detail::rebuild_result<Result>(*entry_, entry_->executable->run(leaves));
+    detail::CallArguments call;
+    detail::ArgumentWalk walk(call);
+    detail::visit_arguments(walk, args...);
+    // The signature's text is written only to report a mismatch.
+    if (call.key() != entry_->key)
+      detail::check_signature(*entry_, detail::arguments_structure(args...), call.leaves());
+    return detail::rebuild_result<Result>(*entry_, entry_->executable->run(call.leaves()));
   }
 
   bool defined() const { return entry_ != nullptr; }
@@ -51,8 +54,11 @@ auto compile_for(const Fn& fn, const JitOptions& options, const Templates&... te
                 "compile: argument templates are TensorTypes, or vectors, tuples or maps of them");
   std::vector<TensorType> types;
   std::string structure = flatten_arguments(types, templates...);
-  auto entry =
-      trace_and_compile(options, structure, types, make_trace_body(fn, options.name, templates...));
+  CallArguments call;
+  ArgumentWalk walk(call);
+  visit_arguments(walk, templates...);  // the key calls will be compared with
+  auto entry = trace_and_compile(options, structure, types, call.key(),
+                                 make_trace_body(fn, options.name, templates...));
   return CompiledFn<tensor_tree_t<expr_result_t<Fn, Templates...>>, tensor_tree_t<Templates>...>(
       std::move(entry));
 }

@@ -1,6 +1,7 @@
 // jit: turns a function over Exprs (and vectors, tuples and maps of them, nested) into
 // a function over Tensors that is traced, verified and compiled once per argument
-// signature (the argument structure and each leaf's dtype and shape), then cached.
+// signature (the argument structure and each leaf's dtype and shape), then cached. It
+// compiles on glia::default_backend() unless JitOptions names another, as build() does.
 //   auto f = glia::jit([](const glia::Expr& x, const glia::Expr& y) { return glia::exp(x) + y; });
 //   glia::Tensor z = f(x, y);   // first call: traces and compiles (a miss)
 //   z = f(x, y);                // same signature: a hit
@@ -8,23 +9,28 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
 #include "glia/compiler/backend.hpp"
+#include "glia/compiler/registry.hpp"
 #include "glia/core/expr.hpp"
 #include "glia/core/tree.hpp"
 
 namespace glia {
 
 struct JitOptions {
-  std::string backend = "interp";
-  std::string name = "fn";  // the graph's name, in printed graphs and in errors
+  std::string backend = default_backend();  // "cpu" where glia has oneDNN, else "interp"
+  std::string name = "fn";                  // the graph's name, in printed graphs and in errors
   CompileOptions compile_options{};
 };
 
@@ -37,6 +43,7 @@ struct CacheStats {
 // One traced and compiled signature of a function.
 struct CompiledEntry {
   std::string signature;  // the arguments' types, e.g. (f32[2][3], {"b": f32[3]})
+  std::string key;        // the same in the compact form calls compare (ArgumentWalk)
   Graph graph;
   std::unique_ptr<Executable> executable;
   std::shared_ptr<const void> result_like;  // a type_tree_t of the result, to rebuild it
@@ -62,20 +69,118 @@ void check_trace_outputs(const std::string& fn_name, const std::vector<Expr>& ou
 std::shared_ptr<const CompiledEntry> trace_and_compile(const JitOptions& options,
                                                        const std::string& structure,
                                                        std::span<const TensorType> types,
-                                                       const TraceBody& body);
+                                                       std::string_view key, const TraceBody& body);
 
-// The argument list as one tree "(a,b,..)": its structure, its leaves appended.
+// The argument list visited as one tree "(a,b,..)" (see TreeTraits::visit).
+template <class V, class... Args>
+void visit_arguments(V& v, const Args&... args) {
+  v.open('(', sizeof...(Args));
+  [[maybe_unused]] bool first = true;
+  ((first ? void() : v.next(), first = false, TreeTraits<Args>::visit(args, v)), ...);
+  v.close(')');
+}
+
+template <class... Args>
+std::string arguments_structure(const Args&... args) {
+  std::string structure;
+  StructureWriter writer{structure};
+  visit_arguments(writer, args...);
+  return structure;
+}
+
+// The argument list's structure, its leaves appended.
 template <class L, class... Args>
 std::string flatten_arguments(std::vector<L>& leaves, const Args&... args) {
-  std::string structure;
-  structure.reserve(128);  // one allocation for most argument lists
-  structure += '(';
-  [[maybe_unused]] bool first = true;
-  ((structure += first ? "" : ",", first = false, TreeTraits<Args>::structure(args, structure),
-    TreeTraits<Args>::flatten(args, leaves)),
-   ...);
-  return structure + ")";
+  (TreeTraits<Args>::flatten(args, leaves), ...);
+  return arguments_structure(args...);
 }
+
+// What one call keeps of its arguments while it runs, in buffers its thread reuses: the
+// leaves, and the argument key. Writing into buffers that held the same kind of thing
+// on the last call allocates nothing (a Tensor copied into a slot reuses the slot's shape
+// storage), so a warm call allocates nothing here. Leases nest, one set of buffers per
+// depth: a function traced on a miss may call jitted functions on Tensors of its own.
+class CallArguments {
+ public:
+  CallArguments();   // leases this thread's buffers for the next depth
+  ~CallArguments();  // lets go of the tensors (their storage, not the slots)
+  CallArguments(const CallArguments&) = delete;
+  CallArguments& operator=(const CallArguments&) = delete;
+
+  void push(const Tensor& t) {
+    if (size_ < leaves_->size())
+      (*leaves_)[size_] = t;
+    else
+      leaves_->push_back(t);
+    ++size_;
+  }
+  // The key is written in place, inline: these run for every node of every call's
+  // arguments, and std::string::append would cost a call each.
+  void append(const char* bytes, std::size_t n) {
+    if (n > key_capacity_ - key_size_) grow_key(n);
+    std::memcpy(key_data_ + key_size_, bytes, n);
+    key_size_ += n;
+  }
+  void append(char c) {
+    if (key_size_ == key_capacity_) grow_key(1);
+    key_data_[key_size_++] = c;
+  }
+  // LEB128: sizes, ranks and dims are small numbers, mostly one byte each.
+  void append_number(std::uint64_t v) {
+    if (key_capacity_ - key_size_ < 10) grow_key(10);
+    for (; v >= 0x80; v >>= 7) key_data_[key_size_++] = static_cast<char>(v | 0x80);
+    key_data_[key_size_++] = static_cast<char>(v);
+  }
+  std::span<const Tensor> leaves() const { return {leaves_->data(), size_}; }
+  std::string_view key() const { return {key_data_, key_size_}; }
+  // The leaves moved out, for an executable that takes its inputs over (donation).
+  std::vector<Tensor> take_leaves();
+
+ private:
+  void grow_key(std::size_t n);
+  std::vector<Tensor>* leaves_;
+  std::size_t size_ = 0;
+  std::string* key_;  // storage only: its first key_size_ chars are the key
+  char* key_data_;
+  std::size_t key_size_ = 0, key_capacity_;
+};
+
+// The one walk a call makes over its arguments: it collects the leaves and writes the
+// argument key, the argument list's structure (container kinds and sizes, map keys) and
+// each leaf's dtype and shape as bytes. Sizes come before children, so the key reads
+// back one way only: equal keys are equal signatures, and a hit is a hash of the key
+// and one comparison with the stored entry's, no text built.
+class ArgumentWalk {
+ public:
+  explicit ArgumentWalk(CallArguments& call) : call_(call) {}
+  void leaf(const Tensor& t) {
+    call_.push(t);
+    if (t.defined()) return leaf(t.type());
+    undefined_ = true;  // no entry can match: the miss path names the leaf
+    call_.append('U');
+  }
+  void leaf(const TensorType& t) {  // the templates of compile()
+    call_.append('T');
+    call_.append(static_cast<char>(t.dtype));
+    call_.append_number(static_cast<std::uint64_t>(t.shape.rank()));
+    for (std::int64_t dim : t.shape.dims()) call_.append_number(static_cast<std::uint64_t>(dim));
+  }
+  void open(char bracket, std::size_t children) {
+    call_.append(bracket);
+    call_.append_number(children);
+  }
+  void next() {}
+  void key(const std::string& k) {
+    call_.append_number(k.size());
+    call_.append(k.data(), k.size());
+  }
+  void close(char) {}
+  bool any_undefined() const { return undefined_; }
+
+ private:
+  CallArguments& call_;
+  bool undefined_ = false;
+};
 
 template <class Fn, class... Likes>
 using expr_result_t = std::remove_cvref_t<std::invoke_result_t<const Fn&, expr_tree_t<Likes>&...>>;
@@ -108,20 +213,18 @@ Result rebuild_result(const CompiledEntry& entry, const std::vector<Tensor>& out
   return tree_unflatten<Tensor>(like, std::span<const Tensor>(outputs));
 }
 
-// The cache behind one jitted function, shared by its copies. A hit costs a hash of the
-// argument structure and leaf types and one comparison: no text is built.
+// The cache behind one jitted function, shared by its copies, keyed by argument keys.
 class JitCache {
  public:
   explicit JitCache(JitOptions options);  // glia::Error for an unknown backend
   const JitOptions& options() const { return options_; }
-  // The entry for this structure and these leaves' types, or null (nothing counted).
-  // `type_key` tells apart C++ argument types that flatten alike (an empty vector of
-  // vectors).
-  std::shared_ptr<const CompiledEntry> find(const char* type_key, const std::string& structure,
-                                            std::span<const Tensor> leaves, bool count);
+  // The entry for this argument key, or null (nothing counted). `type_key` tells apart
+  // C++ argument types that flatten alike (an empty vector of vectors).
+  std::shared_ptr<const CompiledEntry> find(const char* type_key, std::string_view key, bool count);
   // Traces and compiles with `body` (a miss) and stores the entry; a concurrent miss on
   // the same key keeps the first entry stored.
-  std::shared_ptr<const CompiledEntry> insert(const char* type_key, const std::string& structure,
+  std::shared_ptr<const CompiledEntry> insert(const char* type_key, std::string_view key,
+                                              const std::string& structure,
                                               std::span<const TensorType> types,
                                               const TraceBody& body, bool count);
   CacheStats stats() const;
@@ -130,8 +233,7 @@ class JitCache {
  private:
   struct Stored {
     const char* type_key_ptr;  // typeid's name: the same pointer on a hit, as a rule
-    std::string type_key, structure;
-    std::vector<TensorType> types;
+    std::string type_key;
     std::shared_ptr<const CompiledEntry> entry;
   };
   JitOptions options_;
@@ -158,10 +260,10 @@ class Jitted {
     } else {
       static_assert((is_tree_of_v<Args, Tensor> && ...),
                     "a jitted function takes Tensors, or vectors, tuples or maps of them");
-      std::vector<Tensor> leaves;
-      auto entry = lookup(true, leaves, args...);
+      detail::CallArguments call;
+      auto entry = lookup(true, call, args...);
       using Result = tensor_tree_t<detail::expr_result_t<Fn, Args...>>;
-      return detail::rebuild_result<Result>(*entry, entry->executable->run(leaves));
+      return detail::rebuild_result<Result>(*entry, entry->executable->run(call.leaves()));
     }
   }
 
@@ -175,20 +277,20 @@ class Jitted {
                   "call_donating takes Tensors, or vectors, tuples or maps of them");
     static_assert((!std::is_lvalue_reference_v<Args> && ...),
                   "call_donating consumes its arguments: pass them with std::move");
-    std::vector<Tensor> leaves;
-    auto entry = lookup(true, leaves, args...);
+    detail::CallArguments call;
+    auto entry = lookup(true, call, args...);
     ((args = std::remove_cvref_t<Args>{}), ...);
     using Result = tensor_tree_t<detail::expr_result_t<Fn, std::remove_cvref_t<Args>...>>;
     return detail::rebuild_result<Result>(*entry,
-                                          entry->executable->run_donated(std::move(leaves)));
+                                          entry->executable->run_donated(call.take_leaves()));
   }
 
   // The graph and executable for these arguments' signature; traces and compiles on a
   // miss without counting it.
   template <class... Args>
   std::shared_ptr<const CompiledEntry> compiled(const Args&... args) const {
-    std::vector<Tensor> leaves;
-    return lookup(false, leaves, args...);
+    detail::CallArguments call;
+    return lookup(false, call, args...);
   }
   template <class... Args>
   std::string graph_text(const Args&... args) const {
@@ -200,16 +302,20 @@ class Jitted {
 
  private:
   template <class... Args>
-  std::shared_ptr<const CompiledEntry> lookup(bool count, std::vector<Tensor>& leaves,
+  std::shared_ptr<const CompiledEntry> lookup(bool count, detail::CallArguments& call,
                                               const Args&... args) const {
-    leaves.reserve(16);  // one allocation for most argument lists
-    std::string structure = detail::flatten_arguments(leaves, args...);
+    detail::ArgumentWalk walk(call);
+    detail::visit_arguments(walk, args...);
     const char* type_key = typeid(std::tuple<Args...>).name();
-    if (auto hit = cache_->find(type_key, structure, leaves, count)) return hit;
+    if (!walk.any_undefined())
+      if (auto hit = cache_->find(type_key, call.key(), count)) return hit;
+    // A miss: only now is the structure written out, for the signature, the parameters'
+    // names and the error naming an undefined leaf.
+    std::string structure = detail::arguments_structure(args...);
     const std::string& name = cache_->options().name;
-    std::vector<TensorType> types = detail::argument_types(name, structure, leaves);
-    return cache_->insert(type_key, structure, types, detail::make_trace_body(*fn_, name, args...),
-                          count);
+    std::vector<TensorType> types = detail::argument_types(name, structure, call.leaves());
+    return cache_->insert(type_key, call.key(), structure, types,
+                          detail::make_trace_body(*fn_, name, args...), count);
   }
 
   std::shared_ptr<const Fn> fn_;

@@ -1,7 +1,8 @@
 // Trees: glia functions take and return tensors and nested containers of them, as
 // pytrees do in JAX. A tree is a leaf (Expr, Tensor or TensorType), or a std::vector,
 // std::tuple or std::map<std::string, ...> of trees. TreeTraits flattens a tree to its
-// leaves, writes its structure, and rebuilds a tree of another leaf kind like it.
+// leaves, walks it for a visitor (writing its structure, keying a cache), and rebuilds a
+// tree of another leaf kind like it.
 //   std::map<std::string, glia::Tensor> params{{"w", w}, {"b", b}};
 //   glia::tree_structure(params) == R"({"b":T,"w":T})";
 //   glia::expr_tree_t<decltype(params)>  // std::map<std::string, glia::Expr>
@@ -26,6 +27,15 @@ struct TensorType;
 
 // Structure strings: a leaf is `T`, a vector `[..]`, a tuple `(..)`, a map `{"key":..}`
 // with keys quoted (`"` and `\` escaped), children separated by commas.
+//
+// TreeTraits<T>::visit(tree, v) walks a tree in flattening order and calls, on v:
+//   leaf(const Leaf&)                  for each leaf
+//   open(char bracket, size_t count)   entering a container: '[', '(' or '{', its size
+//   next()                             between two children
+//   key(const std::string&)            before each child of a map
+//   close(char bracket)                leaving it: ']', ')' or '}'
+// which is the structure text token by token: tree_structure writes it, and jit keys its
+// cache by the same walk without building any text.
 template <class T>
 struct TreeTraits {
   static_assert(sizeof(T) == 0,
@@ -42,7 +52,10 @@ struct LeafTraits {
   template <class L>
   using with_leaf = L;
   static std::size_t leaf_count(const Leaf&) { return 1; }
-  static void structure(const Leaf&, std::string& out) { out += 'T'; }
+  template <class V>
+  static void visit(const Leaf& leaf, V& v) {
+    v.leaf(leaf);
+  }
   template <class L>
   static void flatten(const Leaf& leaf, std::vector<L>& leaves) {
     static_assert(std::is_same_v<L, Leaf>, "flattening a tree into leaves of another kind");
@@ -83,13 +96,14 @@ struct TreeTraits<std::vector<E>> {
     for (const E& e : v) n += TreeTraits<E>::leaf_count(e);
     return n;
   }
-  static void structure(const std::vector<E>& v, std::string& out) {
-    out += '[';
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (i) out += ',';
-      TreeTraits<E>::structure(v[i], out);
+  template <class V>
+  static void visit(const std::vector<E>& vec, V& v) {
+    v.open('[', vec.size());
+    for (std::size_t i = 0; i < vec.size(); ++i) {
+      if (i) v.next();
+      TreeTraits<E>::visit(vec[i], v);
     }
-    out += ']';
+    v.close(']');
   }
   template <class L>
   static void flatten(const std::vector<E>& v, std::vector<L>& leaves) {
@@ -113,15 +127,16 @@ struct TreeTraits<std::tuple<E...>> {
     return std::apply(
         [](const E&... e) { return (std::size_t{0} + ... + TreeTraits<E>::leaf_count(e)); }, t);
   }
-  static void structure(const std::tuple<E...>& t, std::string& out) {
-    out += '(';
+  template <class V>
+  static void visit(const std::tuple<E...>& t, V& v) {
+    v.open('(', sizeof...(E));
     std::apply(
-        [&](const E&... e) {
-          bool first = true;
-          ((out += first ? "" : ",", first = false, TreeTraits<E>::structure(e, out)), ...);
+        [&v](const E&... e) {
+          [[maybe_unused]] bool first = true;
+          ((first ? void() : v.next(), first = false, TreeTraits<E>::visit(e, v)), ...);
         },
         t);
-    out += ')';
+    v.close(')');
   }
   template <class L>
   static void flatten(const std::tuple<E...>& t, std::vector<L>& leaves) {
@@ -146,17 +161,17 @@ struct TreeTraits<std::map<std::string, E>> {
     for (const auto& [key, e] : m) n += TreeTraits<E>::leaf_count(e);
     return n;
   }
-  static void structure(const Map& m, std::string& out) {
-    out += '{';
+  template <class V>
+  static void visit(const Map& m, V& v) {
+    v.open('{', m.size());
     bool first = true;
     for (const auto& [key, e] : m) {
-      if (!first) out += ',';
+      if (!first) v.next();
       first = false;
-      detail::append_quoted(out, key);
-      out += ':';
-      TreeTraits<E>::structure(e, out);
+      v.key(key);
+      TreeTraits<E>::visit(e, v);
     }
-    out += '}';
+    v.close('}');
   }
   template <class L>
   static void flatten(const Map& m, std::vector<L>& leaves) {
@@ -184,10 +199,31 @@ using expr_tree_t = tree_with_leaf_t<T, Expr>;
 template <class T>
 using type_tree_t = tree_with_leaf_t<T, TensorType>;
 
+namespace detail {
+
+// Writes the structure text.
+struct StructureWriter {
+  std::string& out;
+  template <class Leaf>
+  void leaf(const Leaf&) {
+    out += 'T';
+  }
+  void open(char bracket, std::size_t) { out += bracket; }
+  void next() { out += ','; }
+  void key(const std::string& k) {
+    append_quoted(out, k);
+    out += ':';
+  }
+  void close(char bracket) { out += bracket; }
+};
+
+}  // namespace detail
+
 template <class T>
 std::string tree_structure(const T& tree) {
   std::string out;
-  TreeTraits<T>::structure(tree, out);
+  detail::StructureWriter writer{out};
+  TreeTraits<T>::visit(tree, writer);
   return out;
 }
 
