@@ -176,9 +176,7 @@ bool lower_convolution(LoweringState& s, ValueId id) {
   base.covered.push_back(id);
   if (out != id) base.covered.push_back(out);
   ConvSpec& spec = plan->spec;
-  StridedView& written = spec.pass == ConvSpec::Pass::forward         ? spec.dst
-                         : spec.pass == ConvSpec::Pass::backward_data ? spec.src
-                                                                      : spec.weights;
+  StridedView& written = spec.written();
   written.dims = out_dims;
   written.strides = out_strides;
   for (const StridedView* v : {&spec.src, &spec.weights, &spec.dst})
@@ -190,10 +188,7 @@ bool lower_convolution(LoweringState& s, ValueId id) {
     for (const auto& o : e.spec.operands) add_unique(k.inputs, o.value);
     k.covered.insert(k.covered.end(), e.covered.begin(), e.covered.end());
     k.outputs = {e.result};
-    StridedView& w = sp.pass == ConvSpec::Pass::forward         ? sp.dst
-                     : sp.pass == ConvSpec::Pass::backward_data ? sp.src
-                                                                : sp.weights;
-    w.value = e.result;
+    sp.written().value = e.result;
     sp.epilogue = std::move(e.spec);
     k.spec = std::move(sp);
     return s.offer(std::move(k));

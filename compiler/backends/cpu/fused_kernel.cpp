@@ -23,7 +23,6 @@ bool to_view(const std::vector<std::int64_t>& dims, const std::vector<std::int64
   v.rank = int(dims.size());
   for (std::size_t i = 0; i < dims.size(); ++i) v.dims[i] = dims[i], v.strides[i] = strides[i];
   v.offset = offset;
-  v.identity = offset == 0 && (v.rank == 0 || (v.rank == 1 && v.strides[0] == 1));
   return true;
 }
 
@@ -59,8 +58,11 @@ std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
       in.value = f.value;
       in.iota_stride = f.iota_stride, in.iota_dim = f.iota_dim;
       in.reduction = f.reduction;
-      if (f.code == Code::load && !to_view(f.view.dims, f.view.strides, f.view.offset, in.view))
-        return {};
+      if (f.code == Code::load) {
+        if (!to_view(f.view.dims, f.view.strides, f.view.offset, in.view)) return {};
+        in.view.identity = f.view.identity();
+        if (f.view.scalar()) in.scalar = s.scalars++;
+      }
       if (f.code == Code::reduce && !reduce_map(from.reductions[std::size_t(f.reduction)], in.view))
         return {};
       code.push_back(in);
@@ -77,14 +79,8 @@ std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
         if (!first_store) late[std::size_t(in.a)] = true;
         first_store = false;
       }
-    for (Instr& in : code) {
-      if (in.code != Code::load) continue;
-      bool scalar = !in.view.identity;
-      for (int d = 0; d < in.view.rank && scalar; ++d)
-        scalar = in.view.strides[std::size_t(d)] == 0;
-      if (scalar) in.scalar = s.scalars++;
-      in.direct = in.view.identity && !late[std::size_t(in.dst)];
-    }
+    for (Instr& in : code)
+      if (in.code == Code::load) in.direct = in.view.identity && !late[std::size_t(in.dst)];
     // Registers: each virtual register gets a physical one from its definition to its last
     // use; an instruction's result never shares a register with its operands.
     std::vector<int> last(std::size_t(vregs), -1), phys(std::size_t(vregs), -1);

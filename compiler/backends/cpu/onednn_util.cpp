@@ -52,10 +52,4 @@ PostOps post_ops(const EpilogueSpec& e, const std::vector<std::int64_t>& dst_dim
   return p;
 }
 
-std::string dims_text(const std::vector<std::int64_t>& d) {
-  std::string s;
-  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "x" : "") + std::to_string(d[i]);
-  return s;
-}
-
 }  // namespace glia::detail::cpu

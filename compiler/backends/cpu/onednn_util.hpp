@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include <dnnl.hpp>
@@ -39,7 +38,5 @@ PostOps post_ops(const EpilogueSpec& epilogue, const std::vector<std::int64_t>& 
 
 // A 64-byte aligned offset past `bytes`.
 inline std::size_t align64(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-std::string dims_text(const std::vector<std::int64_t>& dims);  // "8x32x26x26"
 
 }  // namespace glia::detail::cpu

@@ -71,6 +71,12 @@ struct ConvSpec {
   std::vector<std::int64_t> strides, dilations, padding_low, padding_high;
   std::int64_t groups = 1;
   EpilogueSpec epilogue;  // forward only
+
+  // The view the pass writes: dst, src or weights.
+  StridedView& written() {
+    return pass == Pass::forward ? dst : pass == Pass::backward_data ? src : weights;
+  }
+  const StridedView& written() const { return const_cast<ConvSpec*>(this)->written(); }
 };
 
 // Max pooling over [N, C, spatial...] views (N or C may be a unit stand-in of stride 0),
