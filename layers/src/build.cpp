@@ -6,6 +6,7 @@
 
 #include "glia/autograd/grad.hpp"
 #include "glia/compiler/jit.hpp"
+#include "layer_spans.hpp"
 
 namespace glia {
 
@@ -98,6 +99,7 @@ class ModelTracer {
         fail(e.what());
       }
       if (!values[i].defined()) fail("the forward function returned an undefined Expr");
+      if (spans_ != nullptr) spans_->push_back({r.name, node.type, current_graph().size()});
       for (const auto& [name, value] : ctx.state_updates_) out.state[r.name][name] = value;
       if (record != nullptr) record->push_back(shapes_of(r, ctx.inputs_, values[i]));
     }
@@ -172,6 +174,9 @@ class ModelTracer {
   std::vector<ResolvedLayer> layers_;
   Mode mode_;
   Expr key_;
+
+ public:
+  std::vector<detail::LayerSpan>* spans_ = nullptr;
 };
 
 InputTypes default_input_types(const Model& model, std::int64_t batch) {
@@ -190,6 +195,15 @@ Applied apply(const Model& model, const ExprParamMap& params, const ExprParamMap
               const std::map<std::string, Expr>& inputs, Mode mode, const Expr& key) {
   return ModelTracer(model, mode, key).run(&params, &state, inputs, nullptr);
 }
+
+namespace detail {
+Applied apply_with_spans(const Model& model, const ExprParamMap& params, const ExprParamMap& state,
+                         const std::map<std::string, Expr>& inputs, std::vector<LayerSpan>& spans) {
+  ModelTracer tracer(model, Mode::inference, {});
+  tracer.spans_ = &spans;
+  return tracer.run(&params, &state, inputs, nullptr);
+}
+}  // namespace detail
 
 InitialValues initial_values(const Model& model, const InputTypes& inputs, const Expr& key) {
   check(key.defined() && key.dtype() == DType::u32 && key.shape() == Shape{2},

@@ -8,6 +8,7 @@
 #include "glia/layers/convolution.hpp"
 #include "glia/layers/display.hpp"
 #include "glia/layers/dropout.hpp"
+#include "glia/layers/export.hpp"
 #include "glia/layers/initializers.hpp"
 #include "glia/layers/linear.hpp"
 #include "glia/layers/model.hpp"

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "glia/compiler/backend.hpp"
 
@@ -32,6 +34,12 @@ Graph simplify(const Graph& graph);
 // eq, ne, and, or) and equal attributes (constants compared by value). Parameters are
 // never merged.
 Graph eliminate_common_subexpressions(const Graph& graph);
+
+// Binds parameters to values: parameter i becomes a constant holding values[i] (of its
+// exact type) where one is given; the others stay parameters, renumbered in order. The AOT
+// exporter binds a model's trained parameters so that they fold and become the code's
+// constants.
+Graph bind_parameters(const Graph& graph, const std::vector<std::optional<Tensor>>& values);
 
 // simplify -> eliminate_common_subexpressions -> prune, repeated while the graph
 // shrinks (at most 4 rounds); glia::verify after every pass when options.verify.

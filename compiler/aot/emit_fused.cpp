@@ -1,0 +1,282 @@
+// FusedSpec sweeps as C loop nests. A sweep's flat domain is split at every boundary its
+// views, reductions and iotas step at (suffix products of their dims: these nest, each
+// dividing the next), giving loops whose every view steps by a constant stride, so the
+// innermost loop is a plain strided loop that compilers vectorise. A reduction whose
+// innermost levels are all reduced sums into a local accumulator there; others into an
+// accumulator array in the workspace. Virtual registers become const locals.
+#include <algorithm>
+#include <set>
+
+#include "aot/emitter.hpp"
+#include "glia/core/elementwise.hpp"
+#include "glia/core/error.hpp"
+
+namespace glia::aot::detail {
+
+namespace {
+
+using Code = FusedSpec::Code;
+
+const char* monoid_name(Op op) {
+  switch (op) {
+    case Op::reduce_sum:
+      return "sum";
+    case Op::reduce_prod:
+      return "prod";
+    case Op::reduce_max:
+      return "max";
+    default:
+      return "min";
+  }
+}
+
+// Suffix products of dims (innermost first, ending with their product).
+std::vector<std::int64_t> suffixes(const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> p{1};
+  for (std::size_t i = dims.size(); i-- > 0;) p.push_back(p.back() * dims[i]);
+  return p;
+}
+
+struct Nest {
+  bool chain = true;                 // the levels below are valid
+  std::vector<std::int64_t> extent;  // per level, outermost first
+  std::vector<std::int64_t> flat;    // the flat index's step per level
+};
+
+// Per level, where a (dims, strides) map steps; chain mode only.
+std::vector<std::int64_t> level_strides(const Nest& nest, const std::vector<std::int64_t>& dims,
+                                        const std::vector<std::int64_t>& strides) {
+  std::vector<std::int64_t> p = suffixes(dims);  // p[r - i] = prod(dims[i..])
+  const std::size_t rank = dims.size();
+  std::vector<std::int64_t> out;
+  for (std::size_t l = 0; l < nest.extent.size(); ++l) {
+    const std::int64_t f = nest.flat[l], top = f * nest.extent[l];
+    std::int64_t s = 0;
+    for (std::size_t i = 0; i < rank; ++i) {
+      const std::int64_t inner = p[rank - 1 - i], outer = p[rank - i];
+      if (inner <= f && top <= outer) {
+        s = strides[i] * (f / inner);
+        break;
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The offset expression of a map at the current loop indices (chain) or from `t` (not).
+std::string offset_expr(const Nest& nest, const std::vector<std::int64_t>& dims,
+                        const std::vector<std::int64_t>& strides, std::int64_t offset) {
+  std::string e = lit(offset);
+  if (nest.chain) {
+    std::vector<std::int64_t> s = level_strides(nest, dims, strides);
+    for (std::size_t l = 0; l < s.size(); ++l)
+      if (s[l] != 0) e += cat(" + i", l, s[l] == 1 ? "" : " * " + lit(s[l]));
+    return e;
+  }
+  std::vector<std::int64_t> p = suffixes(dims);
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    if (strides[i] != 0)
+      e += cat(" + (t / ", lit(p[dims.size() - 1 - i]), " % ", lit(dims[i]), ") * ",
+               lit(strides[i]));
+  return e;
+}
+
+std::string flat_expr(const Nest& nest) {
+  if (!nest.chain) return "t";
+  std::string e = "0";
+  for (std::size_t l = 0; l < nest.flat.size(); ++l)
+    e += cat(" + i", l, nest.flat[l] == 1 ? "" : " * " + lit(nest.flat[l]));
+  return e;
+}
+
+// A reduction's extents as a (dims, strides) map onto its result.
+void reduction_map(const FusedSpec::Reduction& r, std::vector<std::int64_t>& dims,
+                   std::vector<std::int64_t>& strides) {
+  dims.clear();
+  strides.assign(r.extents.size(), 0);
+  std::int64_t step = 1;
+  for (std::size_t i = r.extents.size(); i-- > 0;) {
+    if (r.extents[i].reduced) continue;
+    strides[i] = step;
+    step *= r.extents[i].size;
+  }
+  for (const auto& x : r.extents) dims.push_back(x.size);
+}
+
+Nest make_nest(const FusedSpec::Sweep& s) {
+  std::set<std::int64_t> b{1, s.numel};
+  bool ok = true;
+  auto add = [&](const std::vector<std::int64_t>& dims) {
+    std::vector<std::int64_t> p = suffixes(dims);
+    ok = ok && p.back() == s.numel;
+    b.insert(p.begin(), p.end());
+  };
+  for (const FusedSpec::Instr& in : s.code) {
+    if (in.code == Code::load && !in.view.scalar()) add(in.view.dims);
+    if (in.code == Code::iota) {
+      b.insert(in.iota_stride);
+      b.insert(in.iota_stride * in.iota_dim);
+    }
+  }
+  for (const auto& r : s.reductions) {
+    std::vector<std::int64_t> dims, strides;
+    reduction_map(r, dims, strides);
+    add(dims);
+  }
+  std::vector<std::int64_t> sorted(b.begin(), b.end());
+  for (std::size_t i = 0; i + 1 < sorted.size(); ++i) ok = ok && sorted[i + 1] % sorted[i] == 0;
+  ok = ok && sorted.back() == s.numel;
+  Nest n;
+  n.chain = ok;
+  if (!ok) {
+    n.extent = {s.numel};
+    n.flat = {1};
+    return n;
+  }
+  for (std::size_t i = sorted.size() - 1; i-- > 0;) {
+    n.extent.push_back(sorted[i + 1] / sorted[i]);
+    n.flat.push_back(sorted[i]);
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string emit_fused(Emitter& e, const FusedSpec& spec) {
+  std::string out;
+  for (std::size_t si = 0; si < spec.sweeps.size(); ++si) {
+    const FusedSpec::Sweep& s = spec.sweeps[si];
+    if (s.numel == 0) continue;
+    const Nest nest = make_nest(s);
+    const std::size_t levels = nest.extent.size();
+    std::vector<std::string> reg_type(std::size_t(s.registers));
+    std::string pre, body;
+    // Reductions: where each accumulates (level at which a local starts, or levels: array).
+    struct Acc {
+      std::string name, type, t, m;
+      std::size_t level = 0;  // local from this level's loop on; == levels+1: an array
+      std::string result_at;  // the result's index at the level (local)
+    };
+    std::vector<Acc> accs;
+    std::int64_t scratch = 0;
+    std::vector<std::string> opened(levels + 1), closed(levels + 1);
+    for (std::size_t ri = 0; ri < s.reductions.size(); ++ri) {
+      const auto& r = s.reductions[ri];
+      Acc a;
+      a.t = std::string(ew_c_type(r.dtype));
+      a.m = monoid_name(r.op);
+      a.type = cat("glia_", a.m, "_acc_", a.t);
+      a.name = cat("acc", ri);
+      std::vector<std::int64_t> dims, strides;
+      reduction_map(r, dims, strides);
+      const std::string result = e.ptr(r.result);
+      std::size_t level = levels + 1;
+      if (nest.chain) {
+        std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
+        level = levels;
+        while (level > 0 && ls[level - 1] == 0) --level;
+        // A local holds a whole result element only when every outer level is kept.
+        bool outer_kept = true;
+        for (std::size_t l = 0; l < level; ++l) outer_kept = outer_kept && ls[l] != 0;
+        if (level == levels || !outer_kept) level = levels + 1;
+      }
+      if (level <= levels) {
+        std::string idx = "0";
+        std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
+        for (std::size_t l = 0; l < level; ++l)
+          if (ls[l] != 0) idx += cat(" + i", l, ls[l] == 1 ? "" : " * " + lit(ls[l]));
+        opened[level] += cat(a.type, " ", a.name, " = glia_", a.m, "_identity_", a.t, "();\n");
+        closed[level] += cat(result, "[", idx, "] = (", c_type(r.dtype), ")glia_", a.m, "_narrow_",
+                             a.t, "(", a.name, ");\n");
+      } else {
+        const std::string arr =
+            cat("((", a.type, "*)(ws + ", lit(e.scratch_offset + scratch), "))");
+        pre += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", arr, "[q] = glia_", a.m,
+                   "_identity_", a.t, "();\n");
+        closed[0] += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", result, "[q] = (",
+                         c_type(r.dtype), ")glia_", a.m, "_narrow_", a.t, "(", arr, "[q]);\n");
+        a.name = cat(arr, "[", offset_expr(nest, dims, strides, 0), "]");
+        scratch += (r.numel * 8 + 63) / 64 * 64;
+      }
+      a.level = level;
+      accs.push_back(a);
+    }
+    e.scratch_bytes = std::max(e.scratch_bytes, scratch);
+    for (const FusedSpec::Instr& in : s.code) {
+      const std::string d = in.dst >= 0 ? cat("r", in.dst) : "";
+      auto def = [&](DType t, const std::string& value) {
+        reg_type[std::size_t(in.dst)] = c_type(t);
+        return cat("const ", c_type(t), " ", d, " = ", value, ";\n");
+      };
+      const std::string a = cat("r", in.a), b = cat("r", in.b), c = cat("r", in.c);
+      switch (in.code) {
+        case Code::load: {
+          const std::string p = e.ptr(in.value);
+          if (in.view.scalar())
+            pre += def(in.dtype, cat(p, "[", lit(in.view.offset), "]"));
+          else
+            body += def(
+                in.dtype,
+                cat(p, "[", offset_expr(nest, in.view.dims, in.view.strides, in.view.offset), "]"));
+          break;
+        }
+        case Code::iota:
+          body += def(in.dtype, cat("(", c_type(in.dtype), ")((", flat_expr(nest), ") / ",
+                                    lit(in.iota_stride), " % ", lit(in.iota_dim), ")"));
+          break;
+        case Code::unary:
+        case Code::binary: {
+          const EwRow* row = ew_row(in.op);
+          check(row != nullptr, "export: no C function for ", op_name(in.op));
+          std::string args = in.code == Code::unary ? a : cat(a, ", ", b);
+          body +=
+              def(in.dtype, cat("glia_", row->c_stem, "_", ew_c_type(in.dtype), "(", args, ")"));
+          break;
+        }
+        case Code::compare: {
+          const EwRow* row = ew_row(in.op);
+          check(row != nullptr, "export: no C function for ", op_name(in.op));
+          body += def(DType::boolean, cat("glia_", row->c_stem, "_", ew_c_type(in.src_dtype), "(",
+                                          a, ", ", b, ")"));
+          break;
+        }
+        case Code::select:
+          body += def(in.dtype, cat(a, " ? ", b, " : ", c));
+          break;
+        case Code::cast:
+          body += def(in.dtype, cat("(", c_type(in.dtype), ")", a));
+          break;
+        case Code::store:
+          body += cat(e.ptr(in.value), "[", flat_expr(nest), "] = ", a, ";\n");
+          break;
+        case Code::reduce: {
+          const Acc& acc = accs[std::size_t(in.reduction)];
+          body += cat(acc.name, " = glia_", acc.m, "_combine_", acc.t, "(", acc.name, ", glia_",
+                      acc.m, "_widen_", acc.t, "(", a, "));\n");
+          break;
+        }
+        case Code::random:
+          throw Error("export: random bits in a predict function (dropout in train mode?)");
+      }
+    }
+    // Scalar loads hoisted before the loops may be read by the pre-loop code only after
+    // they are defined: `pre` holds them first (accumulator arrays use none).
+    std::string what;
+    for (const std::string& op : s.ops) what += (what.empty() ? "" : " ") + op;
+    std::string text = cat("{ /* sweep ", si, ": ", what, " */\n", pre, opened[0]);
+    for (std::size_t l = 0; l < levels; ++l) {
+      text += loop(cat("i", l), nest.extent[l]);
+      if (!nest.chain && l == 0) text += "const int64_t t = i0;\n";
+      text += opened[l + 1];
+    }
+    text += body;
+    for (std::size_t l = levels; l-- > 0;) text += "}\n" + closed[l];
+    if (levels == 0) text += closed[0];
+    text += "}\n";
+    out += text;
+  }
+  return out;
+}
+
+}  // namespace glia::aot::detail
