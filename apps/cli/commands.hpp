@@ -27,8 +27,11 @@ Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 // `glia bench`: benchmarks of glia's backends against LibTorch (apps/bench).
 Command add_bench_command(CLI::App& app);
-// `glia predict`: runs a checkpoint's model on a .npy batch, writing the outputs as .npy.
+// `glia predict`: runs a checkpoint's model (or an exported library) on a .npy batch,
+// writing the outputs as .npy.
 Command add_predict_command(CLI::App& app);
+// `glia export`: writes a checkpoint's model as a standalone C predictor and builds it.
+Command add_export_command(CLI::App& app);
 // `glia summary`: the layer table of a checkpoint's model, with where its run stands.
 Command add_summary_command(CLI::App& app);
 

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   std::vector<glia::cli::Command> commands{
       glia::cli::add_demo_command(app),    glia::cli::add_train_command(app),
       glia::cli::add_eval_command(app),    glia::cli::add_predict_command(app),
-      glia::cli::add_summary_command(app), glia::cli::add_bench_command(app)};
+      glia::cli::add_summary_command(app), glia::cli::add_bench_command(app),
+      glia::cli::add_export_command(app)};
 
   CLI11_PARSE(app, argc, argv);
   try {

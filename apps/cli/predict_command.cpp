@@ -35,6 +35,25 @@ std::string declared_text(const LayerNode& input) {
   return out;
 }
 
+// An exported library (glia export) on the batch, NAME_BATCH rows per call.
+int run_exported(const std::string& library, const std::string& weights, const std::string& in,
+                 const std::string& out) {
+  aot::Library lib(library);
+  if (lib.has_weights_file()) {
+    std::filesystem::path w = weights;
+    if (w.empty()) w = std::filesystem::path(library).parent_path() / (lib.name() + ".weights");
+    lib.load_weights(w);
+  } else {
+    check(weights.empty(), "--weights: ", library, " has its weights built in");
+  }
+  Tensor x = read_npy(in);
+  Tensor y = lib.predict(x);
+  write_npy(out, y);
+  std::cout << "wrote " << out << ": " << y.type().to_string() << " (exported " << lib.name()
+            << ", " << lib.batch() << " row(s) a call)\n";
+  return 0;
+}
+
 int run_predict(const CLI::App& cmd, const std::string& checkpoint, const std::string& in,
                 const std::string& out, std::string backend) {
   Checkpoint c = load_checkpoint(checkpoint);
@@ -113,9 +132,19 @@ Command add_predict_command(CLI::App& app) {
   auto in = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto backend = std::make_shared<std::string>(default_backend());
+  auto exported = std::make_shared<std::string>();
+  auto weights = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
-      "predict", "Run a checkpoint's model on a .npy batch and write its outputs as .npy");
-  cmd->add_option("--checkpoint", *checkpoint, "HDF5 checkpoint written by glia")->required();
+      "predict",
+      "Run a checkpoint's model (or an exported libNAME.so) on a .npy batch and write its "
+      "outputs as .npy");
+  auto* ck = cmd->add_option("--checkpoint", *checkpoint, "HDF5 checkpoint written by glia");
+  auto* ex = cmd->add_option("--exported", *exported,
+                             "libNAME.so written by glia export, instead of a checkpoint");
+  ck->excludes(ex);
+  cmd->add_option("--weights", *weights,
+                  "With --exported: its weights file (default: NAME.weights beside it)")
+      ->needs(ex);
   cmd->add_option("--input", *in, ".npy batch of inputs, shaped and typed as the model's input")
       ->required();
   cmd->add_option("--output", *out, ".npy file for the outputs (replaced if it exists)")
@@ -123,7 +152,11 @@ Command add_predict_command(CLI::App& app) {
   cmd->add_option("--backend", *backend,
                   "Backend that runs the model (default: the one the checkpoint was trained on, "
                   "else interp)");
-  return {cmd, [=] { return run_predict(*cmd, *checkpoint, *in, *out, *backend); }};
+  return {cmd, [=] {
+            if (!exported->empty()) return run_exported(*exported, *weights, *in, *out);
+            check(!checkpoint->empty(), "predict: give --checkpoint or --exported");
+            return run_predict(*cmd, *checkpoint, *in, *out, *backend);
+          }};
 }
 
 Command add_summary_command(CLI::App& app) {

@@ -3,6 +3,8 @@
 // loss and accuracy; --json adds one final JSON line with the figures. --checkpoint saves
 // the run after every epoch (and every N iterations); --resume continues it.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -110,7 +112,59 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
   return 0;
 }
 
-int run_eval(const CLI::App& cmd, DataFlags f, const std::string& checkpoint) {
+// The class of each row: the index of its largest output.
+std::vector<std::int64_t> classes(const Tensor& y) {
+  const std::int64_t rows = y.shape()[0], cols = y.numel() / std::max<std::int64_t>(rows, 1);
+  std::vector<std::int64_t> c(std::size_t(rows), 0);
+  const float* p = y.data<float>();
+  for (std::int64_t r = 0; r < rows; ++r)
+    c[std::size_t(r)] = std::max_element(p + r * cols, p + (r + 1) * cols) - (p + r * cols);
+  return c;
+}
+
+// An exported library (glia export) against the JIT on the test split: both accuracies,
+// the largest output difference and the images whose class differs.
+int compare_exported(const Model& model, const ModelState& state, const Data& data,
+                     const DataFlags& f, const std::string& library) {
+  aot::Library lib(library);
+  if (lib.has_weights_file())
+    lib.load_weights(std::filesystem::path(library).parent_path() / (lib.name() + ".weights"));
+  Tensor x = data.test.x;
+  Tensor jit = build(model, {.backend = f.backend}).predict(state, x);
+  Tensor aot = lib.predict(x);
+  check(jit.type() == aot.type(), "eval --exported: the library gives ", aot.type().to_string(),
+        ", the checkpoint's model ", jit.type().to_string());
+  double diff = 0;
+  for (std::int64_t i = 0; i < jit.numel(); ++i)
+    diff = std::max(diff, std::abs(double(jit.data<float>()[i]) - double(aot.data<float>()[i])));
+  std::vector<std::int64_t> a = classes(jit), b = classes(aot);
+  // The labels are one-hot rows (one_hot_labels).
+  std::vector<std::int64_t> truth = classes(data.test.y);
+  std::int64_t differ = 0, right_jit = 0, right_aot = 0;
+  const std::int64_t n = x.shape()[0];
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t t = truth[std::size_t(i)];
+    differ += a[std::size_t(i)] != b[std::size_t(i)];
+    right_jit += a[std::size_t(i)] == t;
+    right_aot += b[std::size_t(i)] == t;
+  }
+  std::cout << "exported " << lib.name() << " vs the JIT on " << n << " test images: max |diff| "
+            << diff << ", classes differ on " << differ << ", accuracy " << double(right_aot) / n
+            << " (JIT " << double(right_jit) / n << ")\n";
+  if (f.json)
+    std::cout << nlohmann::json{{"exported", library},
+                                {"images", n},
+                                {"max_abs_diff", diff},
+                                {"classes_differ", differ},
+                                {"exported_accuracy", double(right_aot) / n},
+                                {"jit_accuracy", double(right_jit) / n}}
+                     .dump()
+              << "\n";
+  return differ == 0 ? 0 : 1;
+}
+
+int run_eval(const CLI::App& cmd, DataFlags f, const std::string& checkpoint,
+             const std::string& exported) {
   Model model;
   ModelState state;
   if (!checkpoint.empty()) {
@@ -124,6 +178,7 @@ int run_eval(const CLI::App& cmd, DataFlags f, const std::string& checkpoint) {
   }
   Data data = load(f);
   if (checkpoint.empty()) state = build(model, {.backend = f.backend}).init(f.seed);
+  if (!exported.empty()) return compare_exported(model, state, data, f, exported);
   std::map<std::string, double> test = evaluate(model, state, data, f);
   std::cout << "test loss " << test.at("loss") << ", test accuracy " << test.at("accuracy") << "\n";
   if (f.json)
@@ -187,7 +242,12 @@ Command add_eval_command(CLI::App& app) {
   add_data_flags(cmd, *flags);
   cmd->add_option("--checkpoint", *checkpoint,
                   "HDF5 checkpoint to evaluate (its model and settings; flags given override)");
-  return {cmd, [=] { return run_eval(*cmd, *flags, *checkpoint); }};
+  auto exported = std::make_shared<std::string>();
+  cmd->add_option("--exported", *exported,
+                  "libNAME.so exported from the checkpoint (glia export): compare its outputs "
+                  "and classes with the JIT's on the test split (exit 1 if a class differs)")
+      ->needs(cmd->get_option("--checkpoint"));
+  return {cmd, [=] { return run_eval(*cmd, *flags, *checkpoint, *exported); }};
 }
 
 }  // namespace glia::cli
