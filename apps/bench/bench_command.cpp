@@ -51,14 +51,10 @@ std::int64_t min_samples(const CaseInfo& info, const Settings& s) {
 
 namespace {
 
-ContenderResult run_glia(const CaseInfo& info, const std::string& backend, const Settings& s,
-                         const CaseContext& context) {
-  ContenderResult r{.name = backend};
-  if (backend == "interp" && !info.interp_by_default && !s.include_slow) {
-    r.skipped = "minutes on the interpreter (--include-slow runs it)";
-    return r;
-  }
-  PreparedCase c = prepare_glia_case(info, backend, context);
+// Times a prepared case's calls into r: its summary, call counts and the tensor storage
+// allocated per call.
+void measure_into(ContenderResult& r, const PreparedCase& c, const CaseInfo& info,
+                  const Settings& s) {
   AllocationStats before;
   MeasureOptions o{.warmup_seconds = s.warmup_seconds,
                    .time_seconds = s.time_seconds,
@@ -77,6 +73,27 @@ ContenderResult run_glia(const CaseInfo& info, const std::string& backend, const
   r.bytes_per_call = per_call(after.bytes - before.bytes);
   r.allocations_per_call = per_call(after.count - before.count);
   r.note = c.note;
+}
+
+ContenderResult run_glia(const CaseInfo& info, const std::string& backend, const Settings& s,
+                         const CaseContext& context) {
+  ContenderResult r{.name = backend};
+  if (backend == "interp" && !info.interp_by_default && !s.include_slow) {
+    r.skipped = "minutes on the interpreter (--include-slow runs it)";
+    return r;
+  }
+  measure_into(r, prepare_glia_case(info, backend, context), info, s);
+  return r;
+}
+
+// An exported library's calls, measured like a backend's.
+ContenderResult run_aot(const CaseInfo& info, const Settings& s) {
+  ContenderResult r{.name = "aot"};
+  if (aot::find_c_compiler().empty()) {
+    r.skipped = "no C compiler to build the exported library (set CC)";
+    return r;
+  }
+  measure_into(r, prepare_aot_case(info), info, s);
   return r;
 }
 
@@ -120,14 +137,20 @@ int run_bench(Settings s) {
   std::vector<CaseResult> results;
   for (const CaseInfo* info : cases) {
     CaseResult r{.info = info};
-    for (const std::string& b : backends) r.contenders.push_back(run_glia(*info, b, s, context));
+    if (!info->jit_case.empty()) {
+      // The JIT on the cpu backend beside the exported library.
+      r.contenders.push_back(run_glia(case_named(info->jit_case), "cpu", s, context));
+      r.contenders.push_back(run_aot(*info, s));
+    } else {
+      for (const std::string& b : backends) r.contenders.push_back(run_glia(*info, b, s, context));
+    }
     if (info->has_peer && !env.peer_path.empty())
       r.contenders.push_back(
           run_peer(env.peer_path, *info, s, data && !data->synthetic ? data_dir : "", env));
     print_case(r);
     results.push_back(std::move(r));
   }
-  if (!env.peer_path.empty())
+  if (!env.torch_version.empty())
     std::cout << "\nLibTorch " << env.torch_version
               << ", BLAS mapped into the peer: " << env.peer_blas << "\n";
   if (!s.json.empty()) {

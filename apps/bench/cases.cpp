@@ -3,6 +3,7 @@
 #include "cases.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
@@ -23,6 +24,11 @@ const std::vector<CaseInfo>& all_cases() {
        .description = "MNIST MLP (784-128 relu-dropout 0.5-10) predict, batch 1",
        .items_per_call = 1,
        .batch = 1},
+      {.name = "mlp_predict_b128",
+       .description = "MNIST MLP predict, batch 128",
+       .items_per_call = 128,
+       .has_peer = false,
+       .batch = 128},
       {.name = "mlp_predict_b10000",
        .description = "MNIST MLP predict, batch 10,000",
        .items_per_call = 10000,
@@ -56,8 +62,31 @@ const std::vector<CaseInfo>& all_cases() {
        .has_peer = false,
        .model = "mlp",
        .batch = 128},
+      {.name = "aot_tiny_predict",
+       .description = "tiny model predict on x {2,18}: exported C (glia export) vs the JIT",
+       .has_peer = false,
+       .batch = 2,
+       .jit_case = "tiny_predict"},
+      {.name = "aot_mlp_predict_b1",
+       .description = "MNIST MLP predict, batch 1: exported C vs the JIT",
+       .items_per_call = 1,
+       .has_peer = false,
+       .batch = 1,
+       .jit_case = "mlp_predict_b1"},
+      {.name = "aot_mlp_predict_b128",
+       .description = "MNIST MLP predict, batch 128: exported C vs the JIT",
+       .items_per_call = 128,
+       .has_peer = false,
+       .batch = 128,
+       .jit_case = "mlp_predict_b128"},
   };
   return kCases;
+}
+
+const CaseInfo& case_named(const std::string& name) {
+  for (const CaseInfo& c : all_cases())
+    if (c.name == name) return c;
+  throw Error(cat("unknown bench case '", name, "'"));
 }
 
 namespace {
@@ -162,7 +191,7 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
     Tensor x = uniform_tensor({n == "softmax_1k" ? 1000 : 1000000}, 3);
     c.call = [f, x] { f(x); };
     c.call();
-  } else if (n == "mlp_predict_b1" || n == "mlp_predict_b10000") {
+  } else if (n == "mlp_predict_b1" || n == "mlp_predict_b128" || n == "mlp_predict_b10000") {
     BuiltModel built = build(cli::mnist_model("mlp"), {.backend = backend});
     auto state = std::make_shared<ModelState>(built.init(0));
     Tensor x = uniform_tensor({info.batch, 784}, 4);
@@ -184,6 +213,30 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
   } else {
     throw Error(cat("unknown bench case '", n, "'"));
   }
+  return c;
+}
+
+PreparedCase prepare_aot_case(const CaseInfo& info) {
+  const bool tiny = info.jit_case == "tiny_predict";
+  Model model = tiny ? tiny_model() : cli::mnist_model("mlp");
+  // The JIT case's parameters (init(0)) and input.
+  ModelState state = build(model).init(0);
+  Tensor x = tiny ? uniform_tensor({2, 18}, 2) : uniform_tensor({info.batch, 784}, 4);
+  auto dir = std::filesystem::temp_directory_path() /
+             cat("glia_bench_", info.name, "_", std::random_device{}());
+  ExportResult r = export_predict(model, state, default_input_types(model, info.batch),
+                                  {.name = "bench", .output = dir});
+  check(r.library.has_value(), "bench case ", info.name, ": ", r.build_note);
+  auto lib = std::make_shared<aot::Library>(*r.library);
+  std::filesystem::remove_all(dir);  // loaded: the mapping outlives the file
+  auto out = std::make_shared<std::vector<float>>(std::size_t(lib->output().shape.numel()));
+  auto ws = std::shared_ptr<std::byte>(
+      static_cast<std::byte*>(std::aligned_alloc(64, std::size_t(lib->workspace_bytes()))),
+      [](std::byte* p) { std::free(p); });
+  PreparedCase c;
+  c.call = [lib, x, out, ws] { lib->call(x.data<float>(), out->data(), ws.get()); };
+  c.call();
+  c.note = "exported C: cc -O3 -march=native, one thread";
   return c;
 }
 

@@ -22,6 +22,9 @@ struct CaseInfo {
   bool epoch = false;             // a training epoch over MNIST (--epoch-fraction applies)
   std::string model;              // epoch cases: "mlp" or "cnn"
   std::int64_t batch = 0;         // predict and epoch cases
+  // aot_* cases: the JIT case with the same model, parameters and input, run beside the
+  // exported library (contender "aot") as the baseline of its ratio.
+  std::string jit_case;
 };
 const std::vector<CaseInfo>& all_cases();
 
@@ -45,8 +48,16 @@ struct PreparedCase {
   double time_scale = 1;       // multiplies measured times (a partial epoch -> a whole one)
   std::string note;
 };
+// The case named `name`; glia::Error when there is none.
+const CaseInfo& case_named(const std::string& name);
+
 // Builds, initialises and compiles what `info` measures on `backend`.
 PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
                                const CaseContext& context);
+
+// An aot_* case: the model exported (glia::export_predict) with the JIT case's parameters,
+// built with the system's C compiler and loaded; one call is one NAME_predict_ws on
+// preallocated buffers. glia::Error when no C compiler is found.
+PreparedCase prepare_aot_case(const CaseInfo& info);
 
 }  // namespace glia::bench

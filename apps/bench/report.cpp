@@ -32,8 +32,17 @@ const ContenderResult* peer_of(const CaseResult& r) {
   return nullptr;
 }
 
+// aot_* cases compare the exported library with the JIT on the cpu backend.
+const ContenderResult* jit_of(const CaseResult& r) {
+  if (r.info->jit_case.empty()) return nullptr;
+  for (const ContenderResult& c : r.contenders)
+    if (c.name == "cpu" && c.skipped.empty()) return &c;
+  return nullptr;
+}
+
+// The contender's median over its case's baseline: LibTorch, or for aot_* cases the JIT.
 std::optional<double> ratio_to_peer(const CaseResult& r, const ContenderResult& c) {
-  const ContenderResult* p = peer_of(r);
+  const ContenderResult* p = r.info->jit_case.empty() ? peer_of(r) : jit_of(r);
   if (p == nullptr || &c == p || !c.skipped.empty() || p->summary.median <= 0) return {};
   return c.summary.median / p->summary.median;
 }
@@ -72,7 +81,8 @@ void print_case(const CaseResult& r) {
   std::cout << pad("Name", 10, false) << pad("ips", 10) << pad("average", 12)
             << pad("deviation", 11) << pad("median", 12) << pad("99th %", 12) << pad("min", 12)
             << pad("max", 12) << pad("memory/call", 13) << pad("allocs/call", 12)
-            << (throughput ? pad("images/s", 11) : "") << pad("vs LibTorch", 13) << "\n";
+            << (throughput ? pad("images/s", 11) : "")
+            << pad(info.jit_case.empty() ? "vs LibTorch" : "vs JIT cpu", 13) << "\n";
   for (const ContenderResult& c : r.contenders) {
     std::cout << pad(c.name, 10, false);
     if (!c.skipped.empty()) {
@@ -120,7 +130,8 @@ void write_json(const std::string& path, const Settings& s, const Environment& e
         j["allocations_per_call"] =
             c.allocations_per_call ? nlohmann::json(*c.allocations_per_call) : nullptr;
         if (r.info->items_per_call > 0) j["images_per_second"] = r.info->items_per_call / m.median;
-        if (std::optional<double> ratio = ratio_to_peer(r, c)) j["ratio_to_libtorch"] = *ratio;
+        if (std::optional<double> ratio = ratio_to_peer(r, c))
+          j[r.info->jit_case.empty() ? "ratio_to_libtorch" : "ratio_to_jit"] = *ratio;
         if (!c.note.empty()) j["note"] = c.note;
       }
       contenders.push_back(j);

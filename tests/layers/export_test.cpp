@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "expect_error.hpp"
 #include "glia/layers.hpp"
@@ -246,6 +247,51 @@ TEST(ExportTest, LibraryChecksItsInput) {
     EXPECT_NE(header.find(s), std::string::npos) << s;
   // Zero-row input: zero-row output.
   EXPECT_EQ(lib.predict(Tensor(DType::f32, {0, 3})).shape(), Shape({0, 2}));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace glia
+
+namespace glia {
+namespace {
+
+// NAME_predict_ws from several threads at once, each with its own workspace, gives every
+// thread the single-threaded result.
+TEST(ExportTest, PredictWsIsThreadSafe) {
+  if (!have_cc()) GTEST_SKIP() << "no C compiler: set CC or install cc";
+  Model x = input("x", {-1, 32});
+  Model y = dense(dense(x, 64, {.activation = "relu"}), 8, {.activation = "softmax"});
+  auto built = build(y);
+  ModelState state = built.init(4);
+  auto dir = scratch_dir("threads");
+  ExportResult r =
+      export_predict(y, state, default_input_types(y, 2), {.name = "thr", .output = dir});
+  ASSERT_TRUE(r.library.has_value()) << r.build_note;
+  aot::Library lib(*r.library);
+  constexpr int kThreads = 4, kInputs = 16;
+  std::vector<Tensor> xs, want;
+  for (int i = 0; i < kInputs; ++i) {
+    xs.push_back(random_input({2, 32}, std::uint64_t(100 + i)));
+    want.push_back(built.predict(state, xs.back()));
+  }
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      alignas(64) static thread_local unsigned char ws[1 << 16];
+      ASSERT_LE(lib.workspace_bytes(), std::int64_t(sizeof ws));
+      std::vector<float> out(16);
+      for (int round = 0; round < 200; ++round)
+        for (int i = 0; i < kInputs; ++i) {
+          if (lib.call(xs[std::size_t(i)].data<float>(), out.data(), ws) != 0) ++mismatches[t];
+          for (int j = 0; j < 16; ++j)
+            if (std::abs(out[std::size_t(j)] - want[std::size_t(i)].data<float>()[j]) > 1e-6f)
+              ++mismatches[t];
+        }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,27 @@
+# `glia bench --quick --cases aot_tiny_predict`: the exported library (contender "aot")
+# beside the JIT on cpu, its ratio to the JIT in the JSON. Where no C compiler is found,
+# the aot contender is skipped with that reason.
+#   cmake -DGLIA=<glia executable> -DOUT=<json file> -P bench_aot_smoke.cmake
+file(REMOVE ${OUT})
+execute_process(COMMAND ${GLIA} bench --quick --no-peer --cases aot_tiny_predict --json ${OUT}
+                RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT code EQUAL 0)
+  message(FATAL_ERROR "glia bench exited with ${code}")
+endif()
+file(READ ${OUT} doc)
+string(JSON first ERROR_VARIABLE e GET "${doc}" cases 0 contenders 0 name)
+string(JSON second ERROR_VARIABLE e2 GET "${doc}" cases 0 contenders 1 name)
+if(e OR e2 OR NOT first STREQUAL "cpu" OR NOT second STREQUAL "aot")
+  message(FATAL_ERROR "${OUT}: expected contenders cpu and aot, got '${first}', '${second}'")
+endif()
+string(JSON skipped ERROR_VARIABLE e GET "${doc}" cases 0 contenders 1 skipped)
+if(NOT e)
+  message("ok: aot skipped: ${skipped}")
+  return()
+endif()
+string(JSON ratio ERROR_VARIABLE e GET "${doc}" cases 0 contenders 1 ratio_to_jit)
+if(e OR NOT ratio GREATER 0)
+  message(FATAL_ERROR "${OUT}: the aot contender has no ratio_to_jit: '${ratio}' ${e}")
+endif()
+message("ok: aot ratio to the JIT ${ratio}")
