@@ -7,6 +7,7 @@
 
 #include "aot/emitter.hpp"
 #include "glia/compiler/aot.hpp"
+#include "glia/core/attrs.hpp"
 #include "glia/core/elementwise.hpp"
 #include "glia/core/error.hpp"
 
@@ -150,7 +151,7 @@ bool CTarget::accepts(const Graph& graph, const Kernel& kernel) const {
         if constexpr (std::is_same_v<S, MatmulSpec>) {
           return s.dtype == DType::f32;
         } else if constexpr (std::is_same_v<S, ConvSpec>) {
-          return s.pass == ConvSpec::Pass::forward && s.dtype == DType::f32;
+          return s.pass != ConvSpec::Pass::backward_weights && s.dtype == DType::f32;
         } else if constexpr (std::is_same_v<S, PoolSpec>) {
           return s.kind == PoolSpec::Kind::max && s.dtype == DType::f32;
         } else if constexpr (std::is_same_v<S, DirectSpec>) {
@@ -208,8 +209,16 @@ CSource emit_c(const Program& p, const CSourceOptions& options) {
   check(out.input.dtype == DType::f32 && out.output.dtype == DType::f32,
         "export: the exported ABI takes and gives f32; the model takes ", out.input.to_string(),
         " and gives ", out.output.to_string());
+  // Reference kernels: general f32 convolutions and f32/f64 dot_generals have loops of
+  // their own here.
+  auto general = [&](const ReferenceSpec& r) {
+    const DType t = g.type(r.node).dtype;
+    if (r.op == Op::dot_general) return t == DType::f32 || t == DType::f64;
+    return r.op == Op::convolution && t == DType::f32 &&
+           std::get<ConvAttrs>(g.node(r.node).attrs).batch_groups == 1;
+  };
   for (const Kernel& k : p.kernels)
-    if (const auto* r = std::get_if<ReferenceSpec>(&k.spec))
+    if (const auto* r = std::get_if<ReferenceSpec>(&k.spec); r != nullptr && !general(*r))
       throw Error(cat("export: ", op_name(r->op), " (", g.type(r->node).to_string(),
                       ") cannot be written as C: ", r->reason.empty() ? "no C kernel" : r->reason));
 
@@ -236,7 +245,8 @@ CSource emit_c(const Program& p, const CSourceOptions& options) {
           } else if constexpr (std::is_same_v<S, FusedSpec>) {
             return detail::emit_fused(e, s);
           } else {
-            throw Error("export: a reference kernel");
+            return s.op == Op::dot_general ? detail::emit_general_dot(e, s.node)
+                                           : detail::emit_general_conv(e, s.node);
           }
         },
         k.spec);

@@ -40,6 +40,12 @@ std::string emit_matmul(Emitter& e, const Kernel& k, const MatmulSpec& spec);
 std::string emit_conv(Emitter& e, const Kernel& k, const ConvSpec& spec);
 std::string emit_pool(Emitter& e, const PoolSpec& spec);
 std::string emit_direct(Emitter& e, const DirectSpec& spec);
+// A convolution node no ConvSpec took (input dilation without autograd's reversed kernel:
+// a transposed-convolution layer), as XLA's general dilated convolution in loops.
+std::string emit_general_conv(Emitter& e, ValueId node);
+// A dot_general whose axes do not fold into a strided matmul (a bilinear layer), as loops
+// over the output and the contracted axes.
+std::string emit_general_dot(Emitter& e, ValueId node);
 
 // `for (int64_t v = 0; v < n; ++v) {`
 std::string loop(const std::string& v, std::int64_t n);

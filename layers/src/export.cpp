@@ -96,7 +96,8 @@ ExportResult export_predict(const Model& model, const ModelState& state, const I
   aot::CTarget target;
   result.program = lower(graph, target);
   for (const Kernel& k : result.program.kernels)
-    if (const auto* ref = std::get_if<ReferenceSpec>(&k.spec)) {
+    if (const auto* ref = std::get_if<ReferenceSpec>(&k.spec);
+        ref != nullptr && ref->op != Op::convolution && ref->op != Op::dot_general) {
       // Name the first layer that traced an op of this kind.
       const detail::LayerSpan* l = nullptr;
       for (ValueId id = 0; id < traced.size() && l == nullptr; ++id)

@@ -297,3 +297,29 @@ TEST(ExportTest, PredictWsIsThreadSafe) {
 
 }  // namespace
 }  // namespace glia
+
+namespace glia {
+namespace {
+
+// The other built-in layers predict uses: transposed convolution, resizing, instance
+// norm, Lp and adaptive pools, bias, bilinear, subtract and the stochastic layers (identity
+// in inference mode).
+TEST(ExportTest, MoreLayersMatchJit) {
+  Model x = input("x", {-1, 6, 6, 2});
+  Model a = conv_transpose(x, 3, {.kernel_size = {3, 3}, .strides = {2, 2}});
+  a = resize(a, {8, 8}, {.method = "bilinear"});
+  a = instance_norm(a);
+  a = spatial_dropout(a, {.rate = 0.3});
+  Model b = lp_pool(a, {.kernel_size = {2, 2}});
+  b = adaptive_avg_pool(b, {.output_size = {3, 3}});
+  Model c = adaptive_max_pool(a, {.output_size = {3, 3}});
+  Model d = subtract(b, c);
+  Model f = bias(flatten(d));
+  f = alpha_dropout(f, {.rate = 0.2});
+  Model g = global_lp_pool(resize(x, {3, 3}));
+  Model h = bilinear(f, g, 4, {.activation = "softplus"});
+  check_export(h, "more", 2, 5);
+}
+
+}  // namespace
+}  // namespace glia

@@ -23,8 +23,9 @@ namespace glia::aot {
 
 // The lowering target of exported C: which kernel specs the emitter writes. It declines
 // random bits (predict never draws them), f16/bf16 values and the gradient-only forms
-// (convolution backward passes, max-pool adjoints, scatter_add), which then stay on the
-// reference kernel and make emit_c fail naming the op.
+// (the kernel-gradient convolution, max-pool adjoints, scatter_add), which then stay on the
+// reference kernel and make emit_c fail naming the op. (The input-gradient convolution is
+// accepted: a transposed convolution layer computes it.)
 class CTarget final : public LoweringTarget {
  public:
   std::string_view name() const override { return "c"; }
