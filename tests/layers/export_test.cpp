@@ -245,6 +245,13 @@ TEST(ExportTest, LibraryChecksItsInput) {
         "const char* chk_info(void);", "#define chk_INPUT_SIZE 12", "#define chk_OUTPUT_SIZE 8",
         "#define chk_BATCH 4", "#define chk_WORKSPACE_SIZE "})
     EXPECT_NE(header.find(s), std::string::npos) << s;
+  // The generated Makefile rebuilds the library (where make is installed).
+  if (std::system("command -v make > /dev/null 2>&1") == 0) {
+    std::filesystem::remove(dir / "libchk.so");
+    std::string make = "make -s -C '" + dir.string() + "' > /dev/null 2>&1";
+    EXPECT_EQ(std::system(make.c_str()), 0) << make;
+    EXPECT_TRUE(std::filesystem::exists(dir / "libchk.so"));
+  }
   // Zero-row input: zero-row output.
   EXPECT_EQ(lib.predict(Tensor(DType::f32, {0, 3})).shape(), Shape({0, 2}));
   std::filesystem::remove_all(dir);
