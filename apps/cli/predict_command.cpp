@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "glia/core/hash.hpp"
 #include "glia/glia.hpp"
 #include "mnist_models.hpp"
 #include "training.hpp"
@@ -79,11 +80,8 @@ int run_predict(const CLI::App& cmd, const std::string& checkpoint, const std::s
 // FNV-1a over every parameter and state entry (names, types and bytes), to tell at a
 // glance whether two checkpoints hold the same model.
 std::uint64_t fingerprint(const ModelState& state) {
-  std::uint64_t h = 14695981039346656037ULL;
-  auto mix = [&h](const void* data, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  };
+  std::uint64_t h = kFnv1aBasis;
+  auto mix = [&h](const void* data, std::size_t n) { h = fnv1a(h, data, n); };
   for (const ParamMap* m : {&state.params, &state.state})
     for (const auto& [layer, entries] : *m)
       for (const auto& [name, t] : entries) {

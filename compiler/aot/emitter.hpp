@@ -1,5 +1,5 @@
 // Internal to the AOT exporter: the state kernels are emitted with, and the emitters of
-// each spec (emit.cpp: the file and matmul/conv/pool/direct; emit_fused.cpp: sweeps).
+// each spec, and the C text they share.
 #pragma once
 
 #include <cstdint>
@@ -7,14 +7,30 @@
 #include <string>
 #include <vector>
 
+#include "glia/compiler/aot.hpp"
 #include "glia/compiler/program.hpp"
 
 namespace glia::aot::detail {
 
+// ---- C text (c_text.cpp) ----------------------------------------------------------------
 // The C type of a dtype's values (f16 and bf16 are declined before emission).
 std::string c_type(DType t);
 // A C integer literal.
 std::string lit(std::int64_t v);
+// Element i of a constant as a C literal (hex floats: exact).
+std::string element_literal(const Tensor& t, std::int64_t i);
+// `text` as a C string literal, a line of source per line of text.
+std::string c_string_literal(const std::string& text);
+// Generated statements indented two spaces per open brace, from `depth`.
+std::string indent(const std::string& code, int depth);
+std::string upper(std::string s);
+// 16 lower-case hex digits.
+std::string hash_hex(std::uint64_t hash);
+// sum(names[i] * strides[i]) over the non-zero strides, from `base`.
+std::string index_expr(const std::vector<std::string>& names,
+                       const std::vector<std::int64_t>& strides, std::string base = "0");
+// `for (int64_t v = 0; v < n; ++v) {`
+std::string loop(const std::string& v, std::int64_t n);
 
 struct Emitter {
   const Program& program;
@@ -34,10 +50,11 @@ struct Emitter {
   std::string fresh(const char* stem) { return stem + std::to_string(temp++); }
 };
 
+// ---- Kernels (emit_fused.cpp, emit_contraction.cpp, emit_window.cpp) -------------------
 // A kernel's statements (the body of a function of input, output and ws).
 std::string emit_fused(Emitter& e, const FusedSpec& spec);
 std::string emit_matmul(Emitter& e, const Kernel& k, const MatmulSpec& spec);
-std::string emit_conv(Emitter& e, const Kernel& k, const ConvSpec& spec);
+std::string emit_conv(Emitter& e, const ConvSpec& spec);
 std::string emit_pool(Emitter& e, const PoolSpec& spec);
 std::string emit_direct(Emitter& e, const DirectSpec& spec);
 // A convolution node no ConvSpec took (input dilation without autograd's reversed kernel:
@@ -47,7 +64,18 @@ std::string emit_general_conv(Emitter& e, ValueId node);
 // over the output and the contracted axes.
 std::string emit_general_dot(Emitter& e, ValueId node);
 
-// `for (int64_t v = 0; v < n; ++v) {`
-std::string loop(const std::string& v, std::int64_t n);
+// ---- The file around the kernels (abi.cpp) ------------------------------------------------
+// NAME.h: the ABI, its constants and its documentation.
+std::string header_text(const CSource& c, const CSourceOptions& options);
+// NAME.c's entry points after the kernels: NAME_load_weights (reading each weight with
+// `load_reads`, statements of glia_read calls), NAME_predict_ws running `calls`,
+// NAME_predict on the static workspace, NAME_info.
+std::string entry_points(const CSource& c, const CSourceOptions& options, const std::string& calls,
+                         const std::string& load_reads);
+// The weights file's 24-byte head: magic, payload bytes, hash (little-endian).
+std::string weights_head(const CSource& c);
+// The Makefile and CMakeLists.txt that build libNAME.so.
+std::string makefile_text(const std::string& name);
+std::string cmake_text(const std::string& name);
 
 }  // namespace glia::aot::detail

@@ -55,34 +55,33 @@ typedef __m256i glia_vmask;
 #if GLIA_AOT_VL
 /* One register tile: MR rows of A times NV vectors of B's columns, the last vector
  * masked when MASKED. The constant-bound loops unroll and the arrays stay in registers. */
-#define GLIA_AOT_TILE(NAME, MR, NV, MASKED)                                                  \
-  static inline void NAME(int64_t K, const float* A, int64_t as_m, int64_t as_k,             \
-                          const float* B, int64_t bs_k, float* C, int64_t cs_m,              \
-                          glia_vmask mask) {                                                 \
-    glia_vf acc[MR][NV];                                                                     \
-    int r, v;                                                                                \
-    int64_t k;                                                                               \
-    (void)mask;                                                                              \
-    for (r = 0; r < MR; ++r)                                                                 \
-      for (v = 0; v < NV; ++v) acc[r][v] = GLIA_VZERO();                                     \
-    for (k = 0; k < K; ++k) {                                                                \
-      glia_vf b[NV];                                                                         \
-      const float* bk = B + k * bs_k;                                                        \
-      for (v = 0; v < NV; ++v)                                                               \
-        b[v] = (MASKED && v == NV - 1) ? GLIA_VLOADM(bk + v * GLIA_AOT_VL, mask)             \
-                                       : GLIA_VLOAD(bk + v * GLIA_AOT_VL);                   \
-      for (r = 0; r < MR; ++r) {                                                             \
-        glia_vf a = GLIA_VSET1(A[r * as_m + k * as_k]);                                      \
-        for (v = 0; v < NV; ++v) acc[r][v] = GLIA_VFMA(a, b[v], acc[r][v]);                  \
-      }                                                                                      \
-    }                                                                                        \
-    for (r = 0; r < MR; ++r)                                                                 \
-      for (v = 0; v < NV; ++v) {                                                             \
-        if (MASKED && v == NV - 1)                                                           \
-          GLIA_VSTOREM(C + r * cs_m + v * GLIA_AOT_VL, acc[r][v], mask);                     \
-        else                                                                                 \
-          GLIA_VSTORE(C + r * cs_m + v * GLIA_AOT_VL, acc[r][v]);                            \
-      }                                                                                      \
+#define GLIA_AOT_TILE(NAME, MR, NV, MASKED)                                                      \
+  static inline void NAME(int64_t K, const float* A, int64_t as_m, int64_t as_k, const float* B, \
+                          int64_t bs_k, float* C, int64_t cs_m, glia_vmask mask) {               \
+    glia_vf acc[MR][NV];                                                                         \
+    int r, v;                                                                                    \
+    int64_t k;                                                                                   \
+    (void)mask;                                                                                  \
+    for (r = 0; r < MR; ++r)                                                                     \
+      for (v = 0; v < NV; ++v) acc[r][v] = GLIA_VZERO();                                         \
+    for (k = 0; k < K; ++k) {                                                                    \
+      glia_vf b[NV];                                                                             \
+      const float* bk = B + k * bs_k;                                                            \
+      for (v = 0; v < NV; ++v)                                                                   \
+        b[v] = (MASKED && v == NV - 1) ? GLIA_VLOADM(bk + v * GLIA_AOT_VL, mask)                 \
+                                       : GLIA_VLOAD(bk + v * GLIA_AOT_VL);                       \
+      for (r = 0; r < MR; ++r) {                                                                 \
+        glia_vf a = GLIA_VSET1(A[r * as_m + k * as_k]);                                          \
+        for (v = 0; v < NV; ++v) acc[r][v] = GLIA_VFMA(a, b[v], acc[r][v]);                      \
+      }                                                                                          \
+    }                                                                                            \
+    for (r = 0; r < MR; ++r)                                                                     \
+      for (v = 0; v < NV; ++v) {                                                                 \
+        if (MASKED && v == NV - 1)                                                               \
+          GLIA_VSTOREM(C + r * cs_m + v * GLIA_AOT_VL, acc[r][v], mask);                         \
+        else                                                                                     \
+          GLIA_VSTORE(C + r * cs_m + v * GLIA_AOT_VL, acc[r][v]);                                \
+      }                                                                                          \
   }
 
 GLIA_AOT_TILE(glia_tile_block, GLIA_AOT_MR, GLIA_AOT_NV, 0)
@@ -103,8 +102,7 @@ static inline void glia_gemm_rows_f32(int64_t rows, int64_t N, int64_t K, const 
     for (; j + GLIA_AOT_NV * vl <= N; j += GLIA_AOT_NV * vl)
       glia_tile_block(K, A, as_m, as_k, B + j, bs_k, C + j, cs_m, none);
     for (; j + vl <= N; j += vl) glia_tile_block1(K, A, as_m, as_k, B + j, bs_k, C + j, cs_m, none);
-    if (j < N)
-      glia_tile_block1m(K, A, as_m, as_k, B + j, bs_k, C + j, cs_m, GLIA_VMASK(N - j));
+    if (j < N) glia_tile_block1m(K, A, as_m, as_k, B + j, bs_k, C + j, cs_m, GLIA_VMASK(N - j));
   } else {
     for (; j + GLIA_AOT_NW * vl <= N; j += GLIA_AOT_NW * vl)
       glia_tile_row(K, A, as_m, as_k, B + j, bs_k, C + j, cs_m, none);
@@ -122,7 +120,8 @@ static void glia_gemm_f32(int64_t M, int64_t N, int64_t K, const float* A, int64
   if (bs_n == 1 && cs_n == 1) {
     for (i = 0; i + GLIA_AOT_MR <= M; i += GLIA_AOT_MR)
       glia_gemm_rows_f32(GLIA_AOT_MR, N, K, A + i * as_m, as_m, as_k, B, bs_k, C + i * cs_m, cs_m);
-    for (; i < M; ++i) glia_gemm_rows_f32(1, N, K, A + i * as_m, as_m, as_k, B, bs_k, C + i * cs_m, cs_m);
+    for (; i < M; ++i)
+      glia_gemm_rows_f32(1, N, K, A + i * as_m, as_m, as_k, B, bs_k, C + i * cs_m, cs_m);
     return;
   }
 #endif

@@ -4,22 +4,15 @@
 #include <cstring>
 #include <sstream>
 
+#include "glia/core/hash.hpp"
+
 namespace glia {
 
 namespace {
 
-// FNV-1a, 64-bit: simple, stable across platforms and runs.
-std::uint64_t fnv(std::uint64_t h, const void* data, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 template <class T>
 std::uint64_t fnv_value(std::uint64_t h, T v) {
-  return fnv(h, &v, sizeof v);
+  return fnv1a(h, &v, sizeof v);
 }
 
 std::string ints_text(const Ints& v) {
@@ -66,23 +59,23 @@ struct Hasher {
   std::uint64_t h;
   template <class T>
   void operator()(std::string_view name, const T& v) {
-    h = fnv(h, name.data(), name.size());
+    h = fnv1a(h, name.data(), name.size());
     if constexpr (std::is_same_v<T, Ints>) {
       h = fnv_value(h, v.size());
-      h = fnv(h, v.data(), v.size() * sizeof(std::int64_t));
+      h = fnv1a(h, v.data(), v.size() * sizeof(std::int64_t));
     } else if constexpr (std::is_same_v<T, Shape>) {
       h = fnv_value(h, v.dims().size());
-      h = fnv(h, v.dims().data(), v.dims().size() * sizeof(std::int64_t));
+      h = fnv1a(h, v.dims().data(), v.dims().size() * sizeof(std::int64_t));
     } else if constexpr (std::is_same_v<T, std::string>) {
       h = fnv_value(h, v.size());
-      h = fnv(h, v.data(), v.size());
+      h = fnv1a(h, v.data(), v.size());
     } else if constexpr (std::is_same_v<T, TensorType>) {
       (*this)("dtype", v.dtype);
       (*this)("shape", v.shape);
     } else if constexpr (std::is_same_v<T, Tensor>) {
       (*this)("dtype", v.dtype());
       (*this)("shape", v.shape());
-      h = fnv(h, v.raw_data(), v.nbytes());
+      h = fnv1a(h, v.raw_data(), v.nbytes());
     } else {
       h = fnv_value(h, v);
     }

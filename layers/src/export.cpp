@@ -95,17 +95,15 @@ ExportResult export_predict(const Model& model, const ModelState& state, const I
   ExportResult result;
   aot::CTarget target;
   result.program = lower(graph, target);
-  for (const Kernel& k : result.program.kernels)
-    if (const auto* ref = std::get_if<ReferenceSpec>(&k.spec);
-        ref != nullptr && ref->op != Op::convolution && ref->op != Op::dot_general) {
-      // Name the first layer that traced an op of this kind.
-      const detail::LayerSpan* l = nullptr;
-      for (ValueId id = 0; id < traced.size() && l == nullptr; ++id)
-        if (live[std::size_t(id)] && traced.node(id).op == ref->op) l = layer_of(spans, id);
-      throw Error(cat("export: layer '", l ? l->name : "?", "' (", l ? l->type : "?",
-                      ") cannot be exported: its ", op_name(ref->op), " (",
-                      graph.type(ref->node).to_string(), ") has no C kernel: ", ref->reason));
-    }
+  if (const ReferenceSpec* ref = aot::unwritable(result.program)) {
+    // Name the first layer that traced an op of this kind.
+    const detail::LayerSpan* l = nullptr;
+    for (ValueId id = 0; id < traced.size() && l == nullptr; ++id)
+      if (live[std::size_t(id)] && traced.node(id).op == ref->op) l = layer_of(spans, id);
+    throw Error(cat("export: layer '", l ? l->name : "?", "' (", l ? l->type : "?",
+                    ") cannot be exported: its ", op_name(ref->op), " (",
+                    graph.type(ref->node).to_string(), ") has no C kernel: ", ref->reason));
+  }
   aot::CSourceOptions c;
   c.name = options.name;
   c.weights_file = options.weights_file;

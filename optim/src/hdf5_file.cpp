@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "glia/core/hash.hpp"
+
 namespace glia::h5 {
 
 namespace {
@@ -51,9 +53,7 @@ Id string_type(std::size_t length) {
 }
 
 std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return h;
+  return glia::fnv1a(kFnv1aBasis, text.data(), text.size());
 }
 
 TypePair types_of(DType t) {

@@ -10,6 +10,7 @@
 #include "glia/core/error.hpp"
 #include "glia/core/expr.hpp"
 #include "glia/core/graph.hpp"
+#include "glia/core/hash.hpp"
 #include "glia/core/interpreter.hpp"
 #include "glia/core/monoid.hpp"
 #include "glia/core/op.hpp"

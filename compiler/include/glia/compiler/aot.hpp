@@ -33,6 +33,10 @@ class CTarget final : public LoweringTarget {
   std::string fallback_reason(const Graph& graph, ValueId node) const override;
 };
 
+// The first kernel of `program` emit_c cannot write: a reference kernel other than a general
+// f32 convolution or an f32/f64 dot_general (which it writes as plain loops); null if none.
+const ReferenceSpec* unwritable(const Program& program);
+
 struct CSourceOptions {
   std::string name;           // the C prefix: [A-Za-z_][A-Za-z0-9_]*
   bool weights_file = false;  // weights in NAME.weights, read by NAME_load_weights
