@@ -28,11 +28,19 @@
  *   glia_<m>_combine_<t>(a, v)  the accumulator a combined with v (float max and min: a
  *                               NaN, once seen, stays)
  *   glia_<m>_narrow_<t>(a)      the accumulator back in the compute type t
+ *   glia_f32_from_f16(h), glia_f16_from_f32(x), glia_f32_from_bf16(h), glia_bf16_from_f32(x)
+ *                               16-bit float storage (glia_u16 bits) to and from float,
+ *                               rounding to nearest even (half.hpp's Half and BFloat16)
+ *   glia_threefry2x32(k0, k1, c0, c1)
+ *                               Threefry-2x32, 20 rounds: the counter (c0, c1) encrypted
+ *                               under the key (k0, k1), as x0 | x1 << 32 (threefry.hpp)
+ *   glia_random_word(k0, k1, i) word i of random_bits under that key: pair i / 2 uses
+ *                               counter (hi32(i / 2), lo32(i / 2)), word i % 2 of it
  *
  * What the includer provides, or may define before including this file:
  *   math       the <math.h> functions (expf, exp, log1pf, ...): C <math.h>, C++ <cmath>;
  *              built into NVRTC.
- *   GLIA_I32 GLIA_I64 GLIA_U8 GLIA_U32 GLIA_U64
+ *   GLIA_I32 GLIA_I64 GLIA_U8 GLIA_U16 GLIA_U32 GLIA_U64
  *              exact-width integer types. Defaults: <stdint.h>'s int32_t etc. (the
  *              includer includes <stdint.h> or <cstdint>), and under NVRTC, which has no
  *              <stdint.h>, the builtin types the CUDA ABI fixes at those widths. This file
@@ -74,6 +82,9 @@
 #ifndef GLIA_U8
 #define GLIA_U8 GLIA_EW_INT_TYPE_(unsigned char, uint8_t)
 #endif
+#ifndef GLIA_U16
+#define GLIA_U16 GLIA_EW_INT_TYPE_(unsigned short, uint16_t)
+#endif
 #ifndef GLIA_U32
 #define GLIA_U32 GLIA_EW_INT_TYPE_(unsigned int, uint32_t)
 #endif
@@ -101,6 +112,7 @@
 typedef GLIA_I32 glia_i32;
 typedef GLIA_I64 glia_i64;
 typedef GLIA_U8 glia_u8;
+typedef GLIA_U16 glia_u16;
 typedef GLIA_U32 glia_u32;
 typedef GLIA_U64 glia_u64;
 typedef GLIA_BOOL glia_bool;
@@ -274,5 +286,110 @@ GLIA_EW_INT_TYPES(GLIA_EW_COMPARE_OPS)
 GLIA_EW_COMPARE_OPS(bool, glia_bool, )
 GLIA_EW_FLOAT_TYPES(GLIA_EW_FLOAT_MONOIDS)
 GLIA_EW_INT_TYPES(GLIA_EW_INT_MONOIDS)
+
+/* ---- 16-bit float storage ---------------------------------------------------------- */
+
+/* A float's bits and back: CUDA's intrinsics, C++20's bit cast (GCC and Clang spell it
+ * __builtin_bit_cast in any mode), a union in C. */
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define GLIA_EW_F32_BITS(x) __float_as_uint(x)
+#define GLIA_EW_BITS_F32(u) __uint_as_float(u)
+#elif defined(__cplusplus)
+#define GLIA_EW_F32_BITS(x) __builtin_bit_cast(glia_u32, (float)(x))
+#define GLIA_EW_BITS_F32(u) __builtin_bit_cast(float, (glia_u32)(u))
+#else
+GLIA_EW_FN glia_u32 glia_ew_f32_bits_(float x) {
+  union {
+    float f;
+    glia_u32 u;
+  } v;
+  v.f = x;
+  return v.u;
+}
+GLIA_EW_FN float glia_ew_bits_f32_(glia_u32 u) {
+  union {
+    float f;
+    glia_u32 u;
+  } v;
+  v.u = u;
+  return v.f;
+}
+#define GLIA_EW_F32_BITS(x) glia_ew_f32_bits_(x)
+#define GLIA_EW_BITS_F32(u) glia_ew_bits_f32_(u)
+#endif
+
+/* bfloat16: the float's top half, rounded to nearest even; a NaN stays a quiet NaN. */
+GLIA_EW_FN glia_u16 glia_bf16_from_f32(float x) {
+  glia_u32 u = GLIA_EW_F32_BITS(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (glia_u16)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (glia_u16)(u >> 16);
+}
+GLIA_EW_FN float glia_f32_from_bf16(glia_u16 h) { return GLIA_EW_BITS_F32((glia_u32)h << 16); }
+
+/* IEEE half: overflow to infinity from 65520 on, subnormals rounded by the FPU. */
+GLIA_EW_FN glia_u16 glia_f16_from_f32(float x) {
+  glia_u32 u = GLIA_EW_F32_BITS(x);
+  glia_u32 sign = (u >> 16) & 0x8000u;
+  glia_u32 a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (glia_u16)(sign | 0x7e00u); /* NaN */
+  if (a >= 0x477ff000u) return (glia_u16)(sign | 0x7c00u);
+  if (a < 0x38800000u) {
+    /* Below the smallest normal half: adding 0.5f aligns the subnormal half's bits with
+     * the low mantissa bits of the float sum, so the FPU rounds to nearest even. */
+    float r = GLIA_EW_BITS_F32(a) + 0.5f;
+    return (glia_u16)(sign | (GLIA_EW_F32_BITS(r) - 0x3f000000u));
+  }
+  a += 0xc8000fffu + ((a >> 13) & 1u); /* rebias the exponent (-112 << 23) and round */
+  return (glia_u16)(sign | (a >> 13));
+}
+GLIA_EW_FN float glia_f32_from_f16(glia_u16 h) {
+  glia_u32 sign = (glia_u32)(h & 0x8000u) << 16;
+  glia_u32 e = (h >> 10) & 0x1fu;
+  glia_u32 mant = h & 0x3ffu;
+  if (e == 0x1f) return GLIA_EW_BITS_F32(sign | 0x7f800000u | (mant << 13));
+  if (e == 0) { /* zero or subnormal: mant * 2^-24 */
+    float f = (float)mant * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  }
+  return GLIA_EW_BITS_F32(sign | ((e + 112u) << 23) | (mant << 13));
+}
+
+/* ---- Threefry-2x32 ----------------------------------------------------------------- */
+
+/* Salmon et al., "Parallel random numbers: as easy as 1, 2, 3" (Random123's R_32x2
+ * rotations, a key injection after every fourth of 20 rounds); JAX's PRNG block. */
+#define GLIA_EW_TF_ROUND(r) \
+  x0 += x1;                 \
+  x1 = (x1 << (r)) | (x1 >> (32 - (r)));  \
+  x1 ^= x0;
+#define GLIA_EW_TF_INJECT(s)  \
+  x0 += ks[(s) % 3];          \
+  x1 += ks[((s) + 1) % 3] + (s);
+GLIA_EW_FN glia_u64 glia_threefry2x32(glia_u32 k0, glia_u32 k1, glia_u32 c0, glia_u32 c1) {
+  glia_u32 ks[3];
+  glia_u32 x0, x1;
+  ks[0] = k0;
+  ks[1] = k1;
+  ks[2] = 0x1BD11BDAu ^ k0 ^ k1;
+  x0 = c0 + k0;
+  x1 = c1 + k1;
+  GLIA_EW_TF_ROUND(13) GLIA_EW_TF_ROUND(15) GLIA_EW_TF_ROUND(26) GLIA_EW_TF_ROUND(6)
+  GLIA_EW_TF_INJECT(1)
+  GLIA_EW_TF_ROUND(17) GLIA_EW_TF_ROUND(29) GLIA_EW_TF_ROUND(16) GLIA_EW_TF_ROUND(24)
+  GLIA_EW_TF_INJECT(2)
+  GLIA_EW_TF_ROUND(13) GLIA_EW_TF_ROUND(15) GLIA_EW_TF_ROUND(26) GLIA_EW_TF_ROUND(6)
+  GLIA_EW_TF_INJECT(3)
+  GLIA_EW_TF_ROUND(17) GLIA_EW_TF_ROUND(29) GLIA_EW_TF_ROUND(16) GLIA_EW_TF_ROUND(24)
+  GLIA_EW_TF_INJECT(4)
+  GLIA_EW_TF_ROUND(13) GLIA_EW_TF_ROUND(15) GLIA_EW_TF_ROUND(26) GLIA_EW_TF_ROUND(6)
+  GLIA_EW_TF_INJECT(5)
+  return (glia_u64)x0 | ((glia_u64)x1 << 32);
+}
+GLIA_EW_FN glia_u32 glia_random_word(glia_u32 k0, glia_u32 k1, glia_u64 i) {
+  glia_u64 j = i >> 1;
+  glia_u64 r = glia_threefry2x32(k0, k1, (glia_u32)(j >> 32), (glia_u32)j);
+  return (glia_u32)((i & 1) ? r >> 32 : r);
+}
 
 #endif /* GLIA_ELEMENTWISE_MATH_H */

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "glia/core/half.hpp"  // GLIA_HD
+#include "glia/core/half.hpp"  // GLIA_HD, elementwise_math.h
 
 namespace glia {
 
@@ -18,26 +18,11 @@ struct U32x2 {
   std::uint32_t x1 = 0;
 };
 
-GLIA_HD inline std::uint32_t rotl32(std::uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
-
-// Encrypts `counter` under `key`: a bijection of the counter for each key.
+// Encrypts `counter` under `key`: a bijection of the counter for each key
+// (elementwise_math.h's glia_threefry2x32, which NVRTC kernels and exported C call too).
 GLIA_HD inline U32x2 threefry2x32(U32x2 key, U32x2 counter) {
-  // Random123's R_32x2 rotation schedule, used in groups of four rounds.
-  constexpr int kRotations[8] = {13, 15, 26, 6, 17, 29, 16, 24};
-  const std::uint32_t ks[3] = {key.x0, key.x1, 0x1BD11BDAu ^ key.x0 ^ key.x1};
-  std::uint32_t x0 = counter.x0 + ks[0];
-  std::uint32_t x1 = counter.x1 + ks[1];
-  for (int round = 0; round < 20; ++round) {
-    x0 += x1;
-    x1 = rotl32(x1, kRotations[round % 8]);
-    x1 ^= x0;
-    if (round % 4 == 3) {  // key injection s = 1..5 after every fourth round
-      std::uint32_t s = static_cast<std::uint32_t>(round / 4 + 1);
-      x0 += ks[s % 3];
-      x1 += ks[(s + 1) % 3] + s;
-    }
-  }
-  return {x0, x1};
+  const std::uint64_t r = glia_threefry2x32(key.x0, key.x1, counter.x0, counter.x1);
+  return {static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(r >> 32)};
 }
 
 }  // namespace glia
