@@ -9,6 +9,7 @@
 
 #include "compiler/cpu_test_util.hpp"
 #include "glia/autograd/grad.hpp"
+#include "glia/compiler/cuda.hpp"
 
 namespace glia::testing {
 namespace {
@@ -269,6 +270,45 @@ TEST(OpSuite, CpuRunsF32MatmulsOnAKernelOfItsOwn) {
                   {c.inputs[0].type(), c.inputs[1].type()}, "f32_dot");
   auto exe = expect_cpu_matches_interp(g, c.inputs);
   EXPECT_EQ(count_kernels(*exe, "matmul"), 1);
+}
+
+// Every kernel the cuda backend generates for the suite's graphs, and their gradients
+// (backward kernels: scatter_add, select_and_scatter's sums, ...), compiles under NVRTC
+// for an H100 (sm_90). NVRTC needs no GPU: this runs wherever the toolkit is.
+TEST(OpSuite, CudaKernelsCompileWithNvrtc) {
+  if (!cuda::built()) GTEST_SKIP() << "glia was built without the cuda backend's code";
+  std::size_t kernels = 0, cases = 0;
+  for (const auto& [op, list] : op_cases())
+    for (const OpCase& c : list) {
+      SCOPED_TRACE(cat(op_name(op), "_", c.name));
+      std::vector<TensorType> types;
+      for (const Tensor& t : c.inputs) types.push_back(t.type());
+      Graph g = trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{c.fn(in)}; },
+                      types, cat(op_name(op), "_", c.name));
+      cuda::KernelReport r;
+      try {
+        r = cuda::compile_kernels(g);
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("cannot load NVRTC") != std::string::npos)
+          GTEST_SKIP() << e.what();
+        ADD_FAILURE() << e.what() << "\n" << to_text(g);
+        continue;
+      }
+      // Every fused and direct kernel of the program became generated code.
+      std::size_t generated_specs =
+          r.program.specs<FusedSpec>().size() + r.program.specs<DirectSpec>().size();
+      if (generated_specs > 0) {
+        EXPECT_GT(r.kernels, 0u) << r.program.describe();
+      }
+      if (r.kernels > 0) {
+        EXPECT_GT(r.cubin_bytes, 0u);
+      }
+      for (const auto* ref : r.program.specs<ReferenceSpec>())
+        EXPECT_FALSE(ref->reason.empty()) << "cuda leaves " << ref->op << " undeclared";
+      kernels += r.kernels;
+      ++cases;
+    }
+  EXPECT_GT(kernels, cases / 2) << "most cases generate kernels";
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryBackend, OpSuite,

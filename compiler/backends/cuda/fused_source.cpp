@@ -1,0 +1,387 @@
+// FusedSpec sweeps as CUDA kernels. Every thread runs the sweep's straight-line program
+// for the flat indices t it is given; operands are read through their views (constant
+// divisors and strides, so NVRTC turns the index arithmetic into multiplies and shifts),
+// registers become locals. A sweep without reductions is a grid-stride loop over t. A
+// sweep with reductions splits t into the result's index q (kept extents) and the
+// reduced index r: with few reduced elements per result each thread folds whole results
+// (thread per result); otherwise a block folds one result at a time and combines its
+// threads' partial accumulators in shared memory (block per result). Reductions of
+// different shapes in one sweep get a kernel each.
+#include <algorithm>
+#include <map>
+
+#include "backends/cuda/kernel_source.hpp"
+#include "glia/core/elementwise.hpp"
+#include "glia/core/error.hpp"
+#include "glia/core/monoid.hpp"
+
+namespace glia::detail::cuda {
+
+namespace {
+
+using Code = FusedSpec::Code;
+
+// Above this many reduced elements per result, a block (not a thread) folds each result.
+constexpr std::int64_t kThreadFoldLimit = 32;
+// Grid-stride loops cap the grid here; more work loops inside the kernel.
+constexpr std::int64_t kMaxBlocks = 1 << 16;
+
+// The monoid's stem in elementwise_math.h's glia_<m>_* names, from core's one list.
+const char* monoid(Op op) {
+#define GLIA_CUDA_MONOID_STEM(reduce_op, m) \
+  if (op == Op::reduce_op) return #m;
+  GLIA_REDUCTION_MONOIDS(GLIA_CUDA_MONOID_STEM)
+#undef GLIA_CUDA_MONOID_STEM
+  throw Error(cat("cuda: ", op_name(op), " is not a reduction monoid"));
+}
+
+bool is_16bit_float(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+std::string lit(std::int64_t v) { return int_literal(v); }
+
+// The index type: 32-bit where every index and offset fits (faster division).
+struct Index {
+  bool wide = false;
+  const char* type() const { return wide ? "unsigned long long" : "unsigned"; }
+};
+
+// offset + sum(((t / inner_i) % dims_i) * strides_i): element t of a (dims, strides) map.
+std::string view_offset(const std::string& t, const std::vector<std::int64_t>& dims,
+                        const std::vector<std::int64_t>& strides, std::int64_t offset) {
+  std::string e = lit(offset);
+  std::int64_t inner = 1;
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    if (strides[i] != 0 && dims[i] != 1) {
+      std::string digit = inner == 1 ? t : cat("(", t, " / ", lit(inner), ")");
+      if (i > 0) digit = cat("(", digit, " % ", lit(dims[i]), ")");
+      e += cat(" + ", digit, strides[i] == 1 ? "" : " * " + lit(strides[i]));
+    }
+    inner *= dims[i];
+  }
+  return e;
+}
+
+// Writes one sweep's kernels.
+class SweepWriter {
+ public:
+  SweepWriter(const Graph& graph, const FusedSpec::Sweep& sweep, std::string name)
+      : graph_(graph), s_(sweep), name_(std::move(name)) {}
+
+  // The sweep's element-wise program for flat index `t` (reductions in `folded` combine
+  // into acc<i>; stores only when `stores`).
+  std::string body(const std::vector<int>& folded, bool stores) {
+    std::string b;
+    for (const FusedSpec::Instr& in : s_.code) {
+      const std::string d = cat("r", in.dst), a = cat("r", in.a), bb = cat("r", in.b),
+                        c = cat("r", in.c);
+      auto def = [&](DType t, const std::string& value) {
+        // A 16-bit float result is rounded to its storage type, as the interpreter
+        // stores it.
+        std::string v = value;
+        if (is_16bit_float(t))
+          v = t == DType::f16 ? cat("glia_f32_from_f16(glia_f16_from_f32(", value, "))")
+                              : cat("glia_f32_from_bf16(glia_bf16_from_f32(", value, "))");
+        return cat("const ", compute_type(t), " ", d, " = ", v, ";\n");
+      };
+      switch (in.code) {
+        case Code::load:
+          if (in.view.scalar()) break;  // loaded once before the loop
+          b += cat("const ", compute_type(in.dtype), " ", d, " = ",
+                   read(in.value, in.dtype,
+                        view_offset("t", in.view.dims, in.view.strides, in.view.offset)),
+                   ";\n");
+          break;
+        case Code::iota:
+          b += def(in.dtype, cat("(", compute_type(in.dtype), ")((t / ", lit(in.iota_stride),
+                                 ") % ", lit(in.iota_dim), ")"));
+          break;
+        case Code::random:
+          b += cat("const unsigned ", d, " = glia_random_word(key", in.value, "_0, key", in.value,
+                   "_1, (glia_u64)t);\n");
+          break;
+        case Code::unary:
+        case Code::binary: {
+          const EwRow* row = ew_row(in.op);
+          check(row != nullptr, "cuda: no element-wise function for ", op_name(in.op));
+          b += def(in.dtype, cat("glia_", row->c_stem, "_", ew_c_type(in.dtype), "(", a,
+                                 in.code == Code::binary ? ", " + bb : "", ")"));
+          break;
+        }
+        case Code::compare: {
+          const EwRow* row = ew_row(in.op);
+          check(row != nullptr, "cuda: no comparison function for ", op_name(in.op));
+          b += def(DType::boolean,
+                   cat("glia_", row->c_stem, "_", ew_c_type(in.src_dtype), "(", a, ", ", bb, ")"));
+          break;
+        }
+        case Code::select:
+          b += def(in.dtype, cat(a, " ? ", bb, " : ", c));
+          break;
+        case Code::cast:
+          b += def(in.dtype, cat("(", compute_type(in.dtype), ")", a));
+          break;
+        case Code::store:
+          if (stores) b += cat(write(in.value, in.dtype, "t", a), "\n");
+          break;
+        case Code::reduce: {
+          if (std::find(folded.begin(), folded.end(), in.reduction) == folded.end()) break;
+          const FusedSpec::Reduction& r = s_.reductions[std::size_t(in.reduction)];
+          const std::string t(ew_c_type(r.dtype)), m = monoid(r.op);
+          b += cat("acc", in.reduction, " = glia_", m, "_combine_", t, "(acc", in.reduction,
+                   ", glia_", m, "_widen_", t, "(", a, "));\n");
+          break;
+        }
+      }
+    }
+    return b;
+  }
+
+  // Scalar loads and random keys, read once per thread before any loop.
+  std::string hoisted() {
+    std::string h;
+    std::map<ValueId, bool> keys;
+    for (const FusedSpec::Instr& in : s_.code) {
+      if (in.code == Code::load && in.view.scalar())
+        h += cat("const ", compute_type(in.dtype), " r", in.dst, " = ",
+                 read(in.value, in.dtype, lit(in.view.offset)), ";\n");
+      if (in.code == Code::random && !keys[in.value]) {
+        keys[in.value] = true;
+        h += cat("const unsigned key", in.value, "_0 = ", ptr(in.value), "[0], key", in.value,
+                 "_1 = ", ptr(in.value), "[1];\n");
+      }
+    }
+    return h;
+  }
+
+  // An element-wise sweep: a grid-stride loop over t.
+  GeneratedKernel elementwise() {
+    Index ix{s_.numel > 2147483647 - kThreads * kMaxBlocks};
+    std::string code = body({}, true);
+    GeneratedKernel k;
+    k.name = name_;
+    k.blocks = std::clamp<std::int64_t>((s_.numel + kThreads - 1) / kThreads, 1, kMaxBlocks);
+    k.what = cat("grid-stride over ", s_.numel);
+    k.body =
+        cat(hoisted(), "for (", ix.type(), " t = blockIdx.x * ", kThreads, "u + threadIdx.x; t < ",
+            lit(s_.numel), "; t += gridDim.x * ", kThreads, "u) {\n", code, "}\n");
+    return finish(std::move(k));
+  }
+
+  // The reductions `group` (one shape of extents); stores when `stores`.
+  GeneratedKernel reduction(const std::vector<int>& group, bool stores) {
+    const FusedSpec::Reduction& shape = s_.reductions[std::size_t(group.front())];
+    std::int64_t q_count = 1, r_count = 1;
+    for (const auto& e : shape.extents) (e.reduced ? r_count : q_count) *= e.size;
+    q_count = shape.numel;  // also when some extent is empty
+    Index ix{s_.numel > 2147483647 - kThreads * kMaxBlocks || q_count > 2147483647 - kMaxBlocks};
+    // t from (q, r): the extents' digits, innermost first.
+    std::string t_expr = "0";
+    {
+      std::int64_t inner = 1, q_inner = 1, r_inner = 1;
+      for (std::size_t i = shape.extents.size(); i-- > 0;) {
+        const auto& e = shape.extents[i];
+        const std::string src = e.reduced ? "r" : "q";
+        std::int64_t& below = e.reduced ? r_inner : q_inner;
+        std::string digit = below == 1 ? src : cat("(", src, " / ", lit(below), ")");
+        digit = cat("(", digit, " % ", lit(e.size), ")");
+        if (inner != 1) digit += " * " + lit(inner);
+        t_expr += " + " + digit;
+        below *= e.size;
+        inner *= e.size;
+      }
+    }
+    std::string open, fold, close;
+    for (int ri : group) {
+      const FusedSpec::Reduction& r = s_.reductions[std::size_t(ri)];
+      const std::string t(ew_c_type(r.dtype)), m = monoid(r.op);
+      open += cat("glia_", m, "_acc_", t, " acc", ri, " = glia_", m, "_identity_", t, "();\n");
+      close +=
+          cat(write(r.result, r.dtype, "q", cat("glia_", m, "_narrow_", t, "(acc", ri, ")")), "\n");
+    }
+    const std::string code = body(group, stores);
+    GeneratedKernel k;
+    k.name = name_;
+    const bool per_thread = r_count <= kThreadFoldLimit;
+    if (per_thread) {
+      k.blocks = std::clamp<std::int64_t>((q_count + kThreads - 1) / kThreads, 1, kMaxBlocks);
+      k.what = cat("thread per result: ", q_count, " x ", r_count);
+      k.body = cat(hoisted(), "for (", ix.type(), " q = blockIdx.x * ", kThreads,
+                   "u + threadIdx.x; q < ", lit(q_count), "; q += gridDim.x * ", kThreads, "u) {\n",
+                   open, "for (", ix.type(), " r = 0; r < ", lit(r_count), "; ++r) {\nconst ",
+                   ix.type(), " t = ", t_expr, ";\n", code, "}\n", close, "}\n");
+      return finish(std::move(k));
+    }
+    // Block per result: each thread folds a strided share of r, then the block combines
+    // the partials in shared memory, halving the active threads each step.
+    k.blocks = std::clamp<std::int64_t>(q_count, 1, kMaxBlocks);
+    k.what = cat("block per result: ", q_count, " x ", r_count);
+    std::string shared, combine;
+    for (int ri : group) {
+      const FusedSpec::Reduction& r = s_.reductions[std::size_t(ri)];
+      const std::string t(ew_c_type(r.dtype)), m = monoid(r.op);
+      shared += cat("__shared__ glia_", m, "_acc_", t, " part", ri, "[", kThreads, "];\n");
+      fold += cat("part", ri, "[threadIdx.x] = acc", ri, ";\n");
+      combine += cat("part", ri, "[threadIdx.x] = glia_", m, "_combine_", t, "(part", ri,
+                     "[threadIdx.x], part", ri, "[threadIdx.x + s]);\n");
+    }
+    std::string result;
+    for (int ri : group) {
+      const FusedSpec::Reduction& r = s_.reductions[std::size_t(ri)];
+      const std::string t(ew_c_type(r.dtype)), m = monoid(r.op);
+      result += cat(
+          write(r.result, r.dtype, "q", cat("glia_", m, "_narrow_", t, "(part", ri, "[0])")), "\n");
+    }
+    k.body = cat(shared, hoisted(), "for (", ix.type(), " q = blockIdx.x; q < ", lit(q_count),
+                 "; q += gridDim.x) {\n", open, "for (", ix.type(), " r = threadIdx.x; r < ",
+                 lit(r_count), "; r += ", kThreads, "u) {\nconst ", ix.type(), " t = ", t_expr,
+                 ";\n", code, "}\n", fold, "__syncthreads();\nfor (unsigned s = ", kThreads / 2,
+                 "u; s > 0; s >>= 1) {\nif (threadIdx.x < s) {\n", combine,
+                 "}\n__syncthreads();\n}\nif (threadIdx.x == 0) {\n", result,
+                 "}\n__syncthreads();\n}\n");
+    return finish(std::move(k));
+  }
+
+ private:
+  std::string ptr(ValueId v) {
+    if (std::find(params_.begin(), params_.end(), v) == params_.end()) params_.push_back(v);
+    return cat("v", v);
+  }
+  std::string read(ValueId v, DType dtype, const std::string& at) {
+    return read_element(ptr(v), dtype, at);
+  }
+  std::string write(ValueId v, DType dtype, const std::string& at, const std::string& value) {
+    return write_element(ptr(v), dtype, at, value);
+  }
+  // The kernel's signature around its body: one pointer per value it names, const for
+  // values it only reads (no __restrict__: an output may take an input's storage).
+  GeneratedKernel finish(GeneratedKernel k) {
+    std::map<ValueId, bool> written;
+    for (const FusedSpec::Instr& in : s_.code)
+      if (in.code == Code::store) written[in.value] = true;
+    for (const auto& r : s_.reductions) written[r.result] = true;
+    std::vector<bool> writes;
+    for (ValueId v : params_) writes.push_back(written[v]);
+    k.params = params_;
+    k.body = kernel_text(graph_, k.name, params_, writes, k.body);
+    params_.clear();
+    std::string ops;
+    for (const std::string& op : s_.ops) ops += (ops.empty() ? "" : " ") + op;
+    k.what = cat(k.what, ": ", ops);
+    return k;
+  }
+
+  const Graph& graph_;
+  const FusedSpec::Sweep& s_;
+  std::string name_;
+  std::vector<ValueId> params_;
+};
+
+bool same_extents(const FusedSpec::Reduction& a, const FusedSpec::Reduction& b) {
+  if (a.extents.size() != b.extents.size() || a.numel != b.numel) return false;
+  for (std::size_t i = 0; i < a.extents.size(); ++i)
+    if (a.extents[i].size != b.extents[i].size || a.extents[i].reduced != b.extents[i].reduced)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+const char* storage_type(DType t) {
+  switch (t) {
+    case DType::boolean:
+      return "bool";
+    case DType::u8:
+      return "glia_u8";
+    case DType::u32:
+      return "glia_u32";
+    case DType::i32:
+      return "glia_i32";
+    case DType::i64:
+      return "glia_i64";
+    case DType::f16:
+    case DType::bf16:
+      return "glia_u16";
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+  }
+  return "void";
+}
+
+const char* compute_type(DType t) { return is_16bit_float(t) ? "float" : storage_type(t); }
+
+std::string int_literal(std::int64_t v) {
+  return v > 2147483647 || v < -2147483647 ? cat(v, "ll") : cat(v);
+}
+
+std::string read_element(const std::string& ptr, DType dtype, const std::string& at) {
+  const std::string e = cat(ptr, "[", at, "]");
+  if (dtype == DType::f16) return cat("glia_f32_from_f16(", e, ")");
+  if (dtype == DType::bf16) return cat("glia_f32_from_bf16(", e, ")");
+  return e;
+}
+
+std::string write_element(const std::string& ptr, DType dtype, const std::string& at,
+                          const std::string& value) {
+  std::string x = cat("(", storage_type(dtype), ")(", value, ")");
+  if (dtype == DType::f16) x = cat("glia_f16_from_f32(", value, ")");
+  if (dtype == DType::bf16) x = cat("glia_bf16_from_f32(", value, ")");
+  return cat(ptr, "[", at, "] = ", x, ";");
+}
+
+std::string kernel_text(const Graph& graph, const std::string& name,
+                        const std::vector<ValueId>& params, const std::vector<bool>& written,
+                        const std::string& body) {
+  std::string sig;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ValueId v = params[i];
+    sig += sig.empty() ? "" : ", ";
+    if (v == kScratchParam)
+      sig += "unsigned char* scratch";
+    else if (v == kStatusParam)
+      sig += "int* status";
+    else
+      sig += cat(written[i] ? "" : "const ", storage_type(graph.type(v).dtype), "* v", v);
+  }
+  return cat("extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(", sig,
+             ") {\n", body, "}\n");
+}
+
+std::string kernel_program(const std::vector<GeneratedKernel>& kernels) {
+  std::string text =
+      cat("// glia: kernels generated by the cuda backend for NVRTC\n", elementwise_source(), "\n");
+  for (const GeneratedKernel& k : kernels) text += cat("\n// ", k.what, "\n", k.body);
+  return text;
+}
+
+std::vector<GeneratedKernel> fused_kernels(const Graph& graph, const FusedSpec& spec,
+                                           const std::string& stem) {
+  std::vector<GeneratedKernel> kernels;
+  for (std::size_t si = 0; si < spec.sweeps.size(); ++si) {
+    const FusedSpec::Sweep& s = spec.sweeps[si];
+    if (s.reductions.empty()) {
+      if (s.numel == 0) continue;
+      kernels.push_back(SweepWriter(graph, s, cat(stem, "_s", si)).elementwise());
+      continue;
+    }
+    // Reductions grouped by shape, in order of first appearance.
+    std::vector<std::vector<int>> groups;
+    for (std::size_t ri = 0; ri < s.reductions.size(); ++ri) {
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const std::vector<int>& gr) {
+        return same_extents(s.reductions[std::size_t(gr.front())], s.reductions[ri]);
+      });
+      if (g == groups.end())
+        groups.push_back({int(ri)});
+      else
+        g->push_back(int(ri));
+    }
+    for (std::size_t gi = 0; gi < groups.size(); ++gi)
+      kernels.push_back(
+          SweepWriter(graph, s, gi == 0 ? cat(stem, "_s", si) : cat(stem, "_s", si, "_r", gi))
+              .reduction(groups[gi], gi == 0));
+  }
+  return kernels;
+}
+
+}  // namespace glia::detail::cuda

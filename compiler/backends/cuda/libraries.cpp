@@ -1,0 +1,78 @@
+// dlopen of NVRTC, cuBLASLt and cuDNN: by soname first (the loader's paths, where
+// ldconfig lists the toolkit), then in the toolkit's library folder found at build time.
+#include "backends/cuda/libraries.hpp"
+
+#include <dlfcn.h>
+
+#include <string>
+#include <vector>
+
+#include "glia/core/error.hpp"
+
+#ifndef GLIA_CUDA_LIBRARY_DIR
+#define GLIA_CUDA_LIBRARY_DIR "/usr/local/cuda/lib64"
+#endif
+
+namespace glia::detail::cuda {
+
+namespace {
+
+void* open_library(const char* what, const std::vector<std::string>& names) {
+  std::string tried;
+  for (const std::string& name : names) {
+    for (const std::string& path : {name, std::string(GLIA_CUDA_LIBRARY_DIR) + "/" + name}) {
+      if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
+      const char* why = dlerror();
+      tried += cat("\n  ", path, ": ", why != nullptr ? why : "not found");
+    }
+  }
+  throw Error(cat("cuda: cannot load ", what, " (is the CUDA toolkit installed?); tried:", tried));
+}
+
+template <class F>
+void bind(void* handle, const char* library, const char* name, F& function) {
+  function = reinterpret_cast<F>(dlsym(handle, name));
+  check(function != nullptr, "cuda: ", library, " has no ", name, " (too old a version?)");
+}
+
+}  // namespace
+
+#define GLIA_CUDA_BIND(name) bind(handle, library, #name, made.name);
+
+const NvrtcLibrary& nvrtc() {
+  static const NvrtcLibrary lib = [] {
+    const char* library = "NVRTC";
+    void* handle = open_library(library, {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
+    NvrtcLibrary made;
+    GLIA_NVRTC_FUNCTIONS(GLIA_CUDA_BIND)
+    return made;
+  }();
+  return lib;
+}
+
+const CublasLtLibrary& cublaslt() {
+  static const CublasLtLibrary lib = [] {
+    const char* library = "cuBLASLt";
+    void* handle =
+        open_library(library, {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"});
+    CublasLtLibrary made;
+    GLIA_CUBLASLT_FUNCTIONS(GLIA_CUDA_BIND)
+    return made;
+  }();
+  return lib;
+}
+
+const CudnnLibrary& cudnn() {
+  static const CudnnLibrary lib = [] {
+    const char* library = "cuDNN";
+    void* handle = open_library(library, {"libcudnn.so.9", "libcudnn.so"});
+    CudnnLibrary made;
+    GLIA_CUDNN_FUNCTIONS(GLIA_CUDA_BIND)
+    return made;
+  }();
+  return lib;
+}
+
+#undef GLIA_CUDA_BIND
+
+}  // namespace glia::detail::cuda
