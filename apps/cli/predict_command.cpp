@@ -3,7 +3,6 @@
 // summary prints the layer table of a checkpoint (or of a built-in model), with where the
 // run stands and a fingerprint of the parameters.
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <iostream>
 
 #include "commands.hpp"
@@ -116,10 +115,7 @@ int run_summary(const std::string& checkpoint, const std::string& model_name) {
     for (const auto& [k, v] : c.config) std::cout << " " << k << "=" << v;
     std::cout << "\n";
   }
-  char hex[24];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(fingerprint(s.train.model)));
-  std::cout << "  parameter fingerprint " << hex << "\n";
+  std::cout << "  parameter fingerprint " << hash_hex(fingerprint(s.train.model)) << "\n";
   return 0;
 }
 

@@ -2,6 +2,7 @@
 // weights file's head, and the Makefile and CMakeLists.txt that build libNAME.so.
 #include "aot/emitter.hpp"
 #include "glia/core/error.hpp"
+#include "glia/core/hash.hpp"
 
 #ifndef GLIA_VERSION
 #define GLIA_VERSION "unknown"

@@ -1,5 +1,4 @@
 // The C text the emitters share: types, literals, loops, index expressions, indentation.
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 
@@ -98,12 +97,6 @@ std::string indent(const std::string& code, int depth) {
     depth += closes > 0 ? 1 : 0;
   }
   return out;
-}
-
-std::string hash_hex(std::uint64_t hash) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016" PRIx64, hash);
-  return text;
 }
 
 std::string upper(std::string s) {

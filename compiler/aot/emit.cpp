@@ -155,13 +155,13 @@ CSource emit_c(const Program& p, const CSourceOptions& options) {
     consts += "\n};\n";
   }
   out.weights_hash = hash;
-  out.info = cat("glia exported predictor ", name, "\nmodel: ", options.model,
-                 "\ninput: ", out.input.to_string(), "\noutput: ", out.output.to_string(),
-                 "\nbatch: ", options.batch, "\nworkspace: ", out.workspace_bytes,
-                 " bytes\nweights: ", out.weights_bytes, " bytes ",
-                 options.weights_file ? "in " + name + ".weights" : std::string("in the source"),
-                 ", fnv1a64 ", detail::hash_hex(hash), "\nkernels: ", p.kernels.size(),
-                 "\nglia: ", GLIA_VERSION);
+  out.info =
+      cat("glia exported predictor ", name, "\nmodel: ", options.model,
+          "\ninput: ", out.input.to_string(), "\noutput: ", out.output.to_string(),
+          "\nbatch: ", options.batch, "\nworkspace: ", out.workspace_bytes,
+          " bytes\nweights: ", out.weights_bytes, " bytes ",
+          options.weights_file ? "in " + name + ".weights" : std::string("in the source"),
+          ", fnv1a64 ", hash_hex(hash), "\nkernels: ", p.kernels.size(), "\nglia: ", GLIA_VERSION);
 
   out.header = detail::header_text(out, options);
 

@@ -24,8 +24,6 @@ std::string c_string_literal(const std::string& text);
 // Generated statements indented two spaces per open brace, from `depth`.
 std::string indent(const std::string& code, int depth);
 std::string upper(std::string s);
-// 16 lower-case hex digits.
-std::string hash_hex(std::uint64_t hash);
 // sum(names[i] * strides[i]) over the non-zero strides, from `base`.
 std::string index_expr(const std::vector<std::string>& names,
                        const std::vector<std::int64_t>& strides, std::string base = "0");

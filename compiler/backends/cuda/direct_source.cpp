@@ -82,8 +82,7 @@ std::vector<GeneratedKernel> scatter_add(const Graph& g, const DirectSpec& s,
   const std::int64_t numel = n.type.shape.numel(), updates = x.outer * count * x.inner;
   const DType t = n.type.dtype;
   const std::string ct(ew_c_type(t));
-  const bool floating = t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64;
-  const std::string acc = floating ? "double" : "unsigned long long";
+  const std::string acc = is_float(t) ? "double" : "unsigned long long";
   const std::string accs = cat("((", acc, "*)scratch)");
   // widen(target) -> scratch; atomically add widen(update) at each index; narrow -> out.
   std::string init = cat(accs, "[e] = (", acc, ")glia_sum_widen_", ct, "(",
@@ -165,7 +164,7 @@ std::vector<GeneratedKernel> arg_reduce(const Graph& g, const DirectSpec& s,
   const Node& n = g.node(s.node);
   const AxisSplit& x = s.split;
   const DType t = g.type(n.inputs[0]).dtype;
-  const bool floating = t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64;
+  const bool floating = is_float(t);
   const char* beats = n.op == Op::argmax ? ">" : "<";
   const std::int64_t rows = x.outer * x.inner;
   // The first extreme in axis order; a NaN, once met, is the answer.

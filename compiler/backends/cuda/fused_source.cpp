@@ -170,9 +170,10 @@ class SweepWriter {
   // The reductions `group` (one shape of extents); stores when `stores`.
   GeneratedKernel reduction(const std::vector<int>& group, bool stores) {
     const FusedSpec::Reduction& shape = s_.reductions[std::size_t(group.front())];
-    std::int64_t q_count = 1, r_count = 1;
-    for (const auto& e : shape.extents) (e.reduced ? r_count : q_count) *= e.size;
-    q_count = shape.numel;  // also when some extent is empty
+    const std::int64_t q_count = shape.numel;  // also when some extent is empty
+    std::int64_t r_count = 1;
+    for (const auto& e : shape.extents)
+      if (e.reduced) r_count *= e.size;
     Index ix{s_.numel > 2147483647 - kThreads * kMaxBlocks || q_count > 2147483647 - kMaxBlocks};
     // t from (q, r): the extents' digits, innermost first.
     std::string t_expr = "0";

@@ -13,32 +13,35 @@ namespace glia::detail::cuda {
 
 #define GLIA_NVRTC_FUNCTIONS(X)                                                                 \
   X(nvrtcVersion)                                                                               \
-  X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcDestroyProgram) X(nvrtcGetProgramLogSize) \
-      X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetErrorString)
+  X(nvrtcCreateProgram)                                                                         \
+  X(nvrtcCompileProgram) X(nvrtcDestroyProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) \
+      X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetErrorString)
 
 #define GLIA_CUBLASLT_FUNCTIONS(X)                                                                 \
   X(cublasLtCreate)                                                                                \
-  X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtMatmul) X(cublasLtMatmulDescCreate)           \
-      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
+  X(cublasLtDestroy)                                                                               \
+  X(cublasLtGetVersion) X(cublasLtMatmul) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) \
+      X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)                              \
           X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                       \
               X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                 \
                   X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)
 
 #define GLIA_CUDNN_FUNCTIONS(X)                                                                    \
   X(cudnnGetVersion)                                                                               \
-  X(cudnnGetErrorString) X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(                       \
-      cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor)   \
-      X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor) \
-          X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)                 \
-              X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)                  \
-                  X(cudnnSetConvolutionMathType) X(cudnnFindConvolutionForwardAlgorithmEx)         \
-                      X(cudnnFindConvolutionBackwardDataAlgorithmEx)                               \
-                          X(cudnnFindConvolutionBackwardFilterAlgorithmEx)                         \
-                              X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData)           \
-                                  X(cudnnConvolutionBackwardFilter)                                \
-                                      X(cudnnGetConvolutionForwardWorkspaceSize)                   \
-                                          X(cudnnGetConvolutionBackwardDataWorkspaceSize)          \
-                                              X(cudnnGetConvolutionBackwardFilterWorkspaceSize)    \
+  X(cudnnGetErrorString)                                                                           \
+  X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnCreateTensorDescriptor)                  \
+      X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor) X(cudnnCreateFilterDescriptor) \
+          X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor)                            \
+              X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)             \
+                  X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)              \
+                      X(cudnnSetConvolutionMathType) X(cudnnFindConvolutionForwardAlgorithmEx)     \
+                          X(cudnnFindConvolutionBackwardDataAlgorithmEx)                           \
+                              X(cudnnFindConvolutionBackwardFilterAlgorithmEx)                     \
+                                  X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData)       \
+                                      X(cudnnConvolutionBackwardFilter)                            \
+                                          X(cudnnGetConvolutionForwardWorkspaceSize)               \
+                                              X(cudnnGetConvolutionBackwardDataWorkspaceSize) X(   \
+                                                  cudnnGetConvolutionBackwardFilterWorkspaceSize)  \
                                                   X(cudnnCreatePoolingDescriptor)                  \
                                                       X(cudnnDestroyPoolingDescriptor)             \
                                                           X(cudnnSetPoolingNdDescriptor)           \

@@ -31,13 +31,6 @@ std::uint64_t hash_text(const std::string& text, std::uint64_t h = kFnv1aBasis) 
   return fnv1a(h, text.data(), text.size());
 }
 
-std::string hex(std::uint64_t v) {
-  static const char* digits = "0123456789abcdef";
-  std::string s(16, '0');
-  for (int i = 15; i >= 0; --i, v >>= 4) s[std::size_t(i)] = digits[v & 15];
-  return s;
-}
-
 std::uint64_t read_u64(const char* p) {
   std::uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
@@ -151,8 +144,9 @@ std::string compile_cubin(const std::string& source, const std::string& arch, Ca
     }
   }
   const std::string dir = cache_dir();
-  const std::filesystem::path file =
-      dir.empty() ? std::filesystem::path() : std::filesystem::path(dir) / (hex(key) + ".cubin");
+  const std::filesystem::path file = dir.empty()
+                                         ? std::filesystem::path()
+                                         : std::filesystem::path(dir) / (hash_hex(key) + ".cubin");
   std::string cubin;
   CacheHit where = CacheHit::disk;
   if (dir.empty() || !read_cached(file, key, cubin)) {

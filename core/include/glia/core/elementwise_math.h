@@ -359,31 +359,22 @@ GLIA_EW_FN float glia_f32_from_f16(glia_u16 h) {
 
 /* Salmon et al., "Parallel random numbers: as easy as 1, 2, 3" (Random123's R_32x2
  * rotations, a key injection after every fourth of 20 rounds); JAX's PRNG block. */
-#define GLIA_EW_TF_ROUND(r) \
-  x0 += x1;                 \
-  x1 = (x1 << (r)) | (x1 >> (32 - (r)));  \
-  x1 ^= x0;
-#define GLIA_EW_TF_INJECT(s)  \
-  x0 += ks[(s) % 3];          \
-  x1 += ks[((s) + 1) % 3] + (s);
 GLIA_EW_FN glia_u64 glia_threefry2x32(glia_u32 k0, glia_u32 k1, glia_u32 c0, glia_u32 c1) {
-  glia_u32 ks[3];
-  glia_u32 x0, x1;
-  ks[0] = k0;
-  ks[1] = k1;
-  ks[2] = 0x1BD11BDAu ^ k0 ^ k1;
-  x0 = c0 + k0;
-  x1 = c1 + k1;
-  GLIA_EW_TF_ROUND(13) GLIA_EW_TF_ROUND(15) GLIA_EW_TF_ROUND(26) GLIA_EW_TF_ROUND(6)
-  GLIA_EW_TF_INJECT(1)
-  GLIA_EW_TF_ROUND(17) GLIA_EW_TF_ROUND(29) GLIA_EW_TF_ROUND(16) GLIA_EW_TF_ROUND(24)
-  GLIA_EW_TF_INJECT(2)
-  GLIA_EW_TF_ROUND(13) GLIA_EW_TF_ROUND(15) GLIA_EW_TF_ROUND(26) GLIA_EW_TF_ROUND(6)
-  GLIA_EW_TF_INJECT(3)
-  GLIA_EW_TF_ROUND(17) GLIA_EW_TF_ROUND(29) GLIA_EW_TF_ROUND(16) GLIA_EW_TF_ROUND(24)
-  GLIA_EW_TF_INJECT(4)
-  GLIA_EW_TF_ROUND(13) GLIA_EW_TF_ROUND(15) GLIA_EW_TF_ROUND(26) GLIA_EW_TF_ROUND(6)
-  GLIA_EW_TF_INJECT(5)
+  const int rotation[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  const glia_u32 ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
+  glia_u32 x0 = c0 + k0, x1 = c1 + k1;
+  int round;
+  for (round = 0; round < 20; ++round) {
+    const int r = rotation[round % 8];
+    x0 += x1;
+    x1 = (x1 << r) | (x1 >> (32 - r));
+    x1 ^= x0;
+    if (round % 4 == 3) { /* key injection s = 1..5 */
+      const glia_u32 s = (glia_u32)(round / 4 + 1);
+      x0 += ks[s % 3];
+      x1 += ks[(s + 1) % 3] + s;
+    }
+  }
   return (glia_u64)x0 | ((glia_u64)x1 << 32);
 }
 GLIA_EW_FN glia_u32 glia_random_word(glia_u32 k0, glia_u32 k1, glia_u64 i) {
