@@ -15,6 +15,7 @@ namespace glia::bench {
 struct Settings {
   std::string cases = "*";
   std::string backends = "interp,cpu";
+  bool backends_given = false;  // --backends was on the command line
   double time_seconds = 3;
   double warmup_seconds = 1;
   int threads = 2;

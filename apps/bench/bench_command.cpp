@@ -3,6 +3,7 @@
 // child process, back to back; a table per case and, with --json, every figure.
 #include <fnmatch.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -104,9 +105,22 @@ int run_bench(Settings s) {
   }
   std::vector<const CaseInfo*> cases = select_cases(s.cases);
   std::vector<std::string> backends = split(s.backends);
-  for (const std::string& b : backends)
-    check(b == "interp" || b == "cpu", "--backends: unknown backend '", b,
-          "' (known: interp, cpu)");
+  // Any registered backend, as train, eval and predict take.
+  const std::vector<std::string> known = backend_names();
+  std::string known_text;
+  for (const std::string& k : known) known_text += (known_text.empty() ? "" : ", ") + k;
+  for (const std::string& b : backends) {
+    check(std::find(known.begin(), known.end(), b) != known.end(), "--backends: unknown backend '",
+          b, "' (known: ", known_text, ")");
+    // Asked for by name on a machine that cannot run it: say so before any case runs.
+    const std::string why = backend(b).unavailable();
+    check(why.empty(), "--backends: backend '", b, "': ", why);
+  }
+  // Without --backends, the cases run on a GPU too where one is present.
+  if (!s.backends_given && std::find(known.begin(), known.end(), "cuda") != known.end() &&
+      backend("cuda").unavailable().empty() &&
+      std::find(backends.begin(), backends.end(), "cuda") == backends.end())
+    backends.push_back("cuda");
   // The cpu backend and oneDNN share OpenMP's pool; build() and TrainStep take no thread
   // count, so the pool's size is set here for every compiled function.
   cpu::set_threads(s.threads);
@@ -175,8 +189,11 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--cases", s->cases,
                   "Cases to run: a comma list of names or globs (" + names + ")")
       ->capture_default_str();
-  cmd->add_option("--backends", s->backends, "glia backends to run: interp, cpu (comma list)")
-      ->capture_default_str();
+  cmd->add_option("--backends", s->backends,
+                  "glia backends to run: interp, cpu or any other registered one (comma list; "
+                  "by default cuda joins where a GPU is present)")
+      ->capture_default_str()
+      ->each([s](const std::string&) { s->backends_given = true; });
   cmd->add_option("--time", s->time_seconds, "Seconds of samples per case and contender")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();

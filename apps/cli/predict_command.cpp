@@ -70,7 +70,8 @@ int run_predict(const CLI::App& cmd, const std::string& checkpoint, const std::s
            input.input_shape[static_cast<std::size_t>(i)] == x.shape()[i];
   check(fits, "--input ", in, " is ", x.type().to_string(), "; the model's input '", name,
         "' takes ", declared_text(input), " (-1: any size)");
-  Tensor y = build(model, {.backend = backend}).predict(c.loop.train.model, x);
+  // A device backend's outputs stay on the device: write a host copy.
+  Tensor y = build(model, {.backend = backend}).predict(c.loop.train.model, x).to_host();
   write_npy(out, y);
   std::cout << "wrote " << out << ": " << y.type().to_string() << "\n";
   return 0;

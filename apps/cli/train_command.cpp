@@ -130,7 +130,7 @@ int compare_exported(const Model& model, const ModelState& state, const Data& da
   if (lib.has_weights_file())
     lib.load_weights(std::filesystem::path(library).parent_path() / (lib.name() + ".weights"));
   Tensor x = data.test.x;
-  Tensor jit = build(model, {.backend = f.backend}).predict(state, x);
+  Tensor jit = build(model, {.backend = f.backend}).predict(state, x).to_host();
   Tensor aot = lib.predict(x);
   check(jit.type() == aot.type(), "eval --exported: the library gives ", aot.type().to_string(),
         ", the checkpoint's model ", jit.type().to_string());

@@ -51,6 +51,9 @@ Data load(const DataFlags& f) {
   const std::vector<std::string>& names = backend_names();
   check(std::find(names.begin(), names.end(), f.backend) != names.end(), "unknown backend '",
         f.backend, "'");
+  // A backend this machine cannot run (cuda without a GPU) fails before the data loads.
+  const std::string why = backend(f.backend).unavailable();
+  check(why.empty(), "--backend ", f.backend, ": ", why);
   cpu::set_threads(f.threads);
   Mnist m = load_mnist(data_dir(f));
   return {{mnist_inputs(f.model, m.train_images), one_hot_labels(m.train_labels, 10)},

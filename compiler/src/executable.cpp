@@ -1,5 +1,6 @@
-// What every executable shares: checking a run's inputs against the graph.
-#include "glia/compiler/backend.hpp"
+// What every executable shares: checking a run's inputs against the graph; and what the
+// backends that place their own buffers share (src/placed_run.hpp).
+#include "src/placed_run.hpp"
 
 namespace glia {
 
@@ -17,3 +18,27 @@ void check_run_inputs(const Graph& graph, std::span<const Tensor> inputs) {
 }
 
 }  // namespace glia
+
+namespace glia::detail {
+
+std::vector<ValueId> output_slot_values(const Program& program) {
+  std::vector<ValueId> values(static_cast<std::size_t>(program.output_slots));
+  for (std::size_t i = 0; i < program.placement.size(); ++i)
+    if (program.placement[i].kind == Placement::Kind::output)
+      values.at(std::size_t(program.placement[i].index)) = static_cast<ValueId>(i);
+  return values;
+}
+
+OutputBuffers::OutputBuffers(int slots)
+    : buffers_(std::size_t(slots) * 2), turn_(std::size_t(slots), 0) {}
+
+const Tensor& OutputBuffers::next(std::size_t slot, const TensorType& type, Device device) {
+  Tensor* pair = &buffers_[slot * 2];
+  for (int j = 0; j < 2; ++j)
+    if (pair[j].unique_storage()) return pair[j];
+  Tensor& replaced = pair[turn_[slot] ^= 1];
+  replaced = Tensor::uninitialized(type.dtype, type.shape, device);
+  return replaced;
+}
+
+}  // namespace glia::detail

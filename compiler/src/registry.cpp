@@ -11,6 +11,9 @@
 #ifdef GLIA_HAVE_CPU_BACKEND
 #include "backends/cpu/cpu_backend.hpp"
 #endif
+#ifdef GLIA_HAVE_CUDA_CODE
+#include "backends/cuda/cuda_backend.hpp"
+#endif
 
 namespace glia {
 
@@ -32,6 +35,11 @@ Registry& registry() {
     made->backends["interp"].factory = &detail::make_interp_backend;
 #ifdef GLIA_HAVE_CPU_BACKEND
     made->backends["cpu"].factory = &detail::make_cpu_backend;
+#endif
+#ifdef GLIA_HAVE_CUDA_CODE
+    // Registered wherever its code is built; without a device it says so when asked
+    // (Backend::unavailable, and compile's "no CUDA device: ..." error).
+    made->backends["cuda"].factory = &detail::make_cuda_backend;
 #endif
     return made;
   }();

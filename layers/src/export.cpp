@@ -63,7 +63,7 @@ ExportResult export_predict(const Model& model, const ModelState& state, const I
       for (const auto& [layer, values] : from)
         for (const auto& [name, t] : values) {
           to[layer][name] = parameter(t.type(), cat(what, ".", layer, ".", name));
-          bound.emplace_back(t);
+          bound.emplace_back(t.to_host());  // trained values may still be on a device
         }
     };
     bind_all(state.params, params, "params");

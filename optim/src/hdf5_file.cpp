@@ -225,8 +225,10 @@ void File::write_tensor(const std::string& path, const Tensor& t) {
                    H5P_DEFAULT),
         H5Dclose);
   if (!ds.valid()) fail(cat("cannot create dataset ", path));
+  // Parameters and optimizer state may live on a device between steps: write a host copy.
+  const Tensor host = t.to_host();
   if (t.numel() > 0 &&
-      H5Dwrite(ds.get(), types.memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()) < 0)
+      H5Dwrite(ds.get(), types.memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, host.raw_data()) < 0)
     fail(cat("cannot write dataset ", path));
   write_attr(path, "dtype", std::string(dtype_name(t.dtype())));
 }

@@ -184,10 +184,12 @@ struct OptInitGraph {
   }
 };
 
+// The step's scalars may come back on a device (the cuda backend's outputs stay there);
+// to_host() is free for host ones.
 StepOutput to_output(const Tensor& loss, const std::map<std::string, Tensor>& metrics) {
   StepOutput out;
-  out.loss = loss.item<double>();
-  for (const auto& [name, t] : metrics) out.metrics[name] = t.item<double>();
+  out.loss = loss.to_host().item<double>();
+  for (const auto& [name, t] : metrics) out.metrics[name] = t.to_host().item<double>();
   return out;
 }
 

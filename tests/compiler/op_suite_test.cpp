@@ -236,6 +236,8 @@ TEST_P(OpSuite, MatchesInterpAndFallsBackOnlyWhereDeclared) {
   auto op = static_cast<Op>(op_index);
   auto it = op_cases().find(op);
   ASSERT_TRUE(it != op_cases().end() && !it->second.empty()) << "no test case for op " << op;
+  if (std::string why = backend(backend_name).unavailable(); !why.empty())
+    GTEST_SKIP() << backend_name << ": " << why;
   if (!backend(backend_name).supports(op)) GTEST_SKIP() << backend_name << " does not run " << op;
   for (const OpCase& c : it->second) {
     SCOPED_TRACE(c.name);

@@ -14,11 +14,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <mutex>
 
 #include <dnnl.hpp>
 
 #include "backends/cpu/cpu_target.hpp"
+#include "src/placed_run.hpp"
 
 namespace glia::detail {
 
@@ -31,17 +31,16 @@ using cpu::ThreadScope;
 // the kernels' states.
 struct Workspace {
   Tensor arena, scratchpad;
-  std::vector<std::byte*> values;                         // by value id
-  std::vector<Tensor> held;                               // by input: a donating run's inputs
-  std::vector<unsigned char> donated;                     // by input: this run may write over it
-  std::vector<Tensor> slots;                              // by output slot: this run's buffer
-  std::vector<Tensor> output_buffers;                     // two per output slot
-  std::vector<unsigned char> output_turn;                 // which of the two to replace next
+  std::vector<std::byte*> values;      // by value id
+  std::vector<Tensor> held;            // by input: a donating run's inputs
+  std::vector<unsigned char> donated;  // by input: this run may write over it
+  std::vector<Tensor> slots;           // by output slot: this run's buffer
+  OutputBuffers outputs;
   std::vector<std::unique_ptr<cpu::KernelState>> states;  // by kernel position
   dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
 
-class CpuExecutable final : public Executable {
+class CpuExecutable final : public PlacedExecutable {
  public:
   CpuExecutable(const Graph& graph, int threads, const dnnl::engine& engine)
       : engine_(engine), threads_(threads) {
@@ -52,12 +51,7 @@ class CpuExecutable final : public Executable {
       realised_.push_back(target.take(program_.graph, k));
       scratchpad_bytes_ = std::max(scratchpad_bytes_, realised_.back()->scratchpad_bytes());
     }
-    for (std::size_t i = 0; i < program_.placement.size(); ++i)
-      if (program_.placement[i].kind == Placement::Kind::output)
-        slot_values_.push_back(static_cast<ValueId>(i));
-    std::sort(slot_values_.begin(), slot_values_.end(), [&](ValueId a, ValueId b) {
-      return program_.placement[std::size_t(a)].index < program_.placement[std::size_t(b)].index;
-    });
+    slot_values_ = output_slot_values(program_);
     if (const char* p = std::getenv("GLIA_CPU_PROFILE"); p != nullptr && *p != '\0' && *p != '0')
       profile_ = std::make_unique<Profile>(realised_.size());
   }
@@ -73,17 +67,6 @@ class CpuExecutable final : public Executable {
     std::cerr << cpu::profile_text(program_, texts, ns);
   }
 
-  std::vector<Tensor> run(std::span<const Tensor> inputs) const override {
-    check_run_inputs(program_.graph, inputs);
-    return execute(inputs, nullptr);
-  }
-
-  std::vector<Tensor> run_donated(std::vector<Tensor>&& inputs) const override {
-    check_run_inputs(program_.graph, inputs);
-    std::vector<Tensor> given = std::move(inputs);
-    return execute(given, &given);
-  }
-
   const Program& program() const override { return program_; }
 
   std::string describe() const override {
@@ -92,9 +75,9 @@ class CpuExecutable final : public Executable {
   }
 
  private:
-  std::vector<Tensor> execute(std::span<const Tensor> inputs, std::vector<Tensor>* donor) const;
+  std::vector<Tensor> execute(std::span<const Tensor> inputs,
+                              std::vector<Tensor>* donor) const override;
   std::unique_ptr<Workspace> make_workspace() const;
-  static const Tensor& output_buffer(Workspace& ws, std::size_t slot, const TensorType& type);
 
   dnnl::engine engine_;
   int threads_ = 0;
@@ -107,8 +90,7 @@ class CpuExecutable final : public Executable {
     std::vector<std::atomic<std::int64_t>> nanoseconds;
   };
   std::unique_ptr<Profile> profile_;
-  mutable std::mutex pool_mutex_;
-  mutable std::vector<std::unique_ptr<Workspace>> pool_;
+  WorkspacePool<Workspace> pool_;
 };
 
 std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
@@ -132,39 +114,17 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
   ws->held.resize(g.parameters().size());
   ws->donated.resize(g.parameters().size(), 0);
   ws->slots.resize(std::size_t(program_.output_slots));
-  ws->output_buffers.resize(std::size_t(program_.output_slots) * 2);
-  ws->output_turn.resize(std::size_t(program_.output_slots), 0);
+  ws->outputs = OutputBuffers(program_.output_slots);
   ws->stream = dnnl::stream(engine_);
   ws->states.reserve(realised_.size());
   for (const auto& k : realised_) ws->states.push_back(k->make_state());
   return ws;
 }
 
-// Two buffers per output that no input takes in place, used in turn: when a training
-// step's state comes back as the next step's input, the buffer the step before wrote is
-// free again, so a step allocates nothing once warm.
-const Tensor& CpuExecutable::output_buffer(Workspace& ws, std::size_t slot,
-                                           const TensorType& type) {
-  Tensor* pair = &ws.output_buffers[slot * 2];
-  for (int j = 0; j < 2; ++j)
-    if (pair[j].unique_storage()) return pair[j];
-  Tensor& replaced = pair[ws.output_turn[slot] ^= 1];
-  replaced = Tensor::uninitialized(type.dtype, type.shape);
-  return replaced;
-}
-
 std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
                                            std::vector<Tensor>* donor) const {
   const Graph& g = program_.graph;
-  std::unique_ptr<Workspace> ws;
-  {
-    std::lock_guard lock(pool_mutex_);
-    if (!pool_.empty()) {
-      ws = std::move(pool_.back());
-      pool_.pop_back();
-    }
-  }
-  if (!ws) ws = make_workspace();
+  std::unique_ptr<Workspace> ws = pool_.take([&] { return make_workspace(); });
   std::byte** values = ws->values.data();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor* t = &inputs[i];
@@ -182,14 +142,13 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
     if (donor != nullptr && p.donor >= 0 && ws->donated[std::size_t(p.donor)])
       ws->slots[s] = ws->held[std::size_t(p.donor)];
     else
-      ws->slots[s] = output_buffer(*ws, s, g.nodes()[v].type);
+      ws->slots[s] = ws->outputs.next(s, g.nodes()[v].type, Device::host());
     values[v] = static_cast<std::byte*>(ws->slots[s].raw_data());
   }
   auto release = [&] {
     for (Tensor& t : ws->held) t = Tensor();
     for (Tensor& t : ws->slots) t = Tensor();
-    std::lock_guard lock(pool_mutex_);
-    pool_.push_back(std::move(ws));
+    pool_.give_back(std::move(ws));
   };
   ThreadScope scope(threads_);
   cpu::FlushDenormals flush;
@@ -209,17 +168,9 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
         realised_[k]->run(ctx);
       }
     }
-    outputs.reserve(g.outputs().size());
-    for (ValueId out : g.outputs()) {
-      const Placement& p = program_.placement[static_cast<std::size_t>(out)];
-      if (p.kind == Placement::Kind::output)
-        outputs.push_back(ws->slots[std::size_t(p.index)]);
-      else if (p.kind == Placement::Kind::input)
-        outputs.push_back(donor != nullptr ? ws->held[std::size_t(p.index)]
-                                           : inputs[std::size_t(p.index)]);
-      else
-        outputs.push_back(std::get<ConstantAttrs>(g.node(out).attrs).value);
-    }
+    outputs = collect_outputs(
+        program_, ws->slots, donor != nullptr ? std::span<const Tensor>(ws->held) : inputs,
+        [&](ValueId c) { return std::get<ConstantAttrs>(g.node(c).attrs).value; });
   } catch (...) {
     release();
     throw;

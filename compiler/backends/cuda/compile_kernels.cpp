@@ -1,6 +1,7 @@
 // glia::cuda::compile_kernels: the cuda backend's kernel generation and NVRTC compile,
 // runnable without a GPU.
 #include "backends/cuda/cuda_target.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/generate.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "glia/compiler/cuda.hpp"
@@ -9,6 +10,14 @@
 namespace glia::cuda {
 
 bool built() { return true; }
+
+int device_count() {
+  if (!detail::cuda::unavailable_reason().empty()) return 0;
+  detail::cuda::register_allocators();
+  return detail::cuda::device_count();
+}
+
+std::string unavailable() { return detail::cuda::unavailable_reason(); }
 
 KernelReport compile_kernels(const Graph& graph, const std::string& arch) {
   verify(graph);

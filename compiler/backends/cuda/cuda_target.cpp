@@ -1,8 +1,16 @@
 #include "backends/cuda/cuda_target.hpp"
 
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/kernel_source.hpp"
+
 namespace glia::detail::cuda {
 
-bool CudaTarget::accepts(const Graph&, const Kernel& kernel) const {
+bool CudaTarget::accepts(const Graph& graph, const Kernel& kernel) const {
+  if (std::holds_alternative<MatmulSpec>(kernel.spec))
+    return cublaslt_declines(graph, kernel).empty();
+  if (std::holds_alternative<ConvSpec>(kernel.spec)) return cudnn_declines(graph, kernel).empty();
+  if (const auto* pool = std::get_if<PoolSpec>(&kernel.spec))
+    return pool_declines(graph, *pool).empty();
   return std::holds_alternative<FusedSpec>(kernel.spec) ||
          std::holds_alternative<DirectSpec>(kernel.spec);
 }
@@ -10,12 +18,12 @@ bool CudaTarget::accepts(const Graph&, const Kernel& kernel) const {
 std::string CudaTarget::fallback_reason(const Graph& graph, ValueId node) const {
   switch (graph.node(node).op) {
     case Op::dot_general:
-      return "matmul: the cuBLASLt realisation is not built yet";
+      return matmul_fallback(graph, node);
     case Op::convolution:
-      return "convolution: the cuDNN realisation is not built yet";
+      return convolution_fallback(graph, node);
     case Op::window_max:
     case Op::select_and_scatter:
-      return "max pooling: its generated kernel is not built yet";
+      return pool_fallback(graph, node);
     default:
       return "";
   }

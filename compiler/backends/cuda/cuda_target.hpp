@@ -1,7 +1,7 @@
-// Internal to the `cuda` backend: its LoweringTarget. It takes the specs whose kernels it
-// generates for NVRTC (fused groups and direct kernels) and declares every node that is
-// left on the reference kernel. The cuBLASLt and cuDNN realisations of contractions
-// join it with the executable; until then they are declared reference fallbacks.
+// Internal to the `cuda` backend: its LoweringTarget. It takes matmuls cuBLASLt realises
+// (with the epilogues it has), convolutions cuDNN realises, and the specs whose kernels it
+// generates for NVRTC (fused groups, direct kernels, max pooling); it declares why every
+// node left on the reference kernel is there. Its decisions need no device.
 #pragma once
 
 #include "glia/compiler/lowering.hpp"

@@ -13,32 +13,14 @@ namespace glia::detail::cuda {
 
 namespace {
 
-constexpr std::int64_t kMaxBlocks = 1 << 16;
-
 std::string lit(std::int64_t v) { return int_literal(v); }
 std::string v(ValueId id) { return cat("v", id); }
-
-// A grid-stride loop over [0, n) in `var` (64-bit indices: direct kernels are memory-bound).
-std::string grid_loop(const std::string& var, std::int64_t n, const std::string& body) {
-  return cat("for (long long ", var, " = (long long)blockIdx.x * ", kThreads, " + threadIdx.x; ",
-             var, " < ", lit(n), "; ", var, " += (long long)gridDim.x * ", kThreads, ") {\n", body,
-             "}\n");
-}
-
-std::int64_t blocks_for(std::int64_t n) {
-  return std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks);
-}
 
 GeneratedKernel make(const Graph& g, std::string name, std::vector<ValueId> params,
                      std::vector<bool> written, std::int64_t work, const std::string& body,
                      std::string what) {
-  GeneratedKernel k;
-  k.name = std::move(name);
-  k.params = std::move(params);
-  k.blocks = blocks_for(work);
-  k.body = kernel_text(g, k.name, k.params, written, body);
-  k.what = std::move(what);
-  return k;
+  return grid_kernel(g, std::move(name), std::move(params), std::move(written), work, body,
+                     std::move(what));
 }
 
 // The coordinates of flat index `i` over `dims` as locals c0, c1, ...

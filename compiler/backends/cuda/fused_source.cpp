@@ -23,8 +23,6 @@ using Code = FusedSpec::Code;
 
 // Above this many reduced elements per result, a block (not a thread) folds each result.
 constexpr std::int64_t kThreadFoldLimit = 32;
-// Grid-stride loops cap the grid here; more work loops inside the kernel.
-constexpr std::int64_t kMaxBlocks = 1 << 16;
 
 // The monoid's stem in elementwise_math.h's glia_<m>_* names, from core's one list.
 const char* monoid(Op op) {
@@ -159,7 +157,7 @@ class SweepWriter {
     std::string code = body({}, true);
     GeneratedKernel k;
     k.name = name_;
-    k.blocks = std::clamp<std::int64_t>((s_.numel + kThreads - 1) / kThreads, 1, kMaxBlocks);
+    k.blocks = blocks_for(s_.numel);
     k.what = cat("grid-stride over ", s_.numel);
     k.body =
         cat(hoisted(), "for (", ix.type(), " t = blockIdx.x * ", kThreads, "u + threadIdx.x; t < ",
@@ -204,7 +202,7 @@ class SweepWriter {
     k.name = name_;
     const bool per_thread = r_count <= kThreadFoldLimit;
     if (per_thread) {
-      k.blocks = std::clamp<std::int64_t>((q_count + kThreads - 1) / kThreads, 1, kMaxBlocks);
+      k.blocks = blocks_for(q_count);
       k.what = cat("thread per result: ", q_count, " x ", r_count);
       k.body = cat(hoisted(), "for (", ix.type(), " q = blockIdx.x * ", kThreads,
                    "u + threadIdx.x; q < ", lit(q_count), "; q += gridDim.x * ", kThreads, "u) {\n",
@@ -314,6 +312,29 @@ const char* compute_type(DType t) { return is_16bit_float(t) ? "float" : storage
 
 std::string int_literal(std::int64_t v) {
   return v > 2147483647 || v < -2147483647 ? cat(v, "ll") : cat(v);
+}
+
+// Grid-stride loops cap the grid at kMaxBlocks; more work loops inside the kernel.
+std::int64_t blocks_for(std::int64_t n) {
+  return std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks);
+}
+
+std::string grid_loop(const std::string& var, std::int64_t n, const std::string& body) {
+  return cat("for (long long ", var, " = (long long)blockIdx.x * ", kThreads, " + threadIdx.x; ",
+             var, " < ", int_literal(n), "; ", var, " += (long long)gridDim.x * ", kThreads,
+             ") {\n", body, "}\n");
+}
+
+GeneratedKernel grid_kernel(const Graph& graph, std::string name, std::vector<ValueId> params,
+                            std::vector<bool> written, std::int64_t work, const std::string& body,
+                            std::string what) {
+  GeneratedKernel k;
+  k.name = std::move(name);
+  k.params = std::move(params);
+  k.blocks = blocks_for(work);
+  k.body = kernel_text(graph, k.name, k.params, written, body);
+  k.what = std::move(what);
+  return k;
 }
 
 std::string read_element(const std::string& ptr, DType dtype, const std::string& at) {

@@ -15,6 +15,8 @@ ProgramKernels generate(const Program& program) {
       made = fused_kernels(program.graph, *fused, stem);
     else if (const auto* direct = std::get_if<DirectSpec>(&k.spec))
       made = direct_kernels(program.graph, *direct, stem);
+    else if (const auto* pool = std::get_if<PoolSpec>(&k.spec))
+      made = pool_kernels(program.graph, *pool, stem);
     all.insert(all.end(), made.begin(), made.end());
     out.count += made.size();
     out.by_kernel.push_back(std::move(made));

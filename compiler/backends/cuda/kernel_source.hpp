@@ -45,8 +45,28 @@ std::vector<GeneratedKernel> fused_kernels(const Graph& graph, const FusedSpec& 
 std::vector<GeneratedKernel> direct_kernels(const Graph& graph, const DirectSpec& spec,
                                             const std::string& stem);
 
+// Max pooling (pool_source.cpp), as the other backends compute it: `max` writes each
+// window's maximum (NaN beats numbers; padding never wins), `max_backward` sends each
+// window's source value to the window's first maximum in row-major window order, summed
+// where windows overlap. pool_declines says why a spec is not generated ("" when it is);
+// pool_fallback why a window_max/select_and_scatter node the lowering left runs on the
+// reference kernel.
+std::vector<GeneratedKernel> pool_kernels(const Graph& graph, const PoolSpec& spec,
+                                          const std::string& stem);
+std::string pool_declines(const Graph& graph, const PoolSpec& spec);
+std::string pool_fallback(const Graph& graph, ValueId node);
+
 // The pieces the writers share (fused_source.cpp).
+inline constexpr std::int64_t kMaxBlocks = 1 << 16;  // a grid-stride kernel's most blocks
 std::string int_literal(std::int64_t v);
+// Blocks for a grid-stride kernel over n elements.
+std::int64_t blocks_for(std::int64_t n);
+// A grid-stride loop over [0, n) in `var` (64-bit indices).
+std::string grid_loop(const std::string& var, std::int64_t n, const std::string& body);
+// A grid-stride kernel over `work` elements, `written` saying which params it writes.
+GeneratedKernel grid_kernel(const Graph& graph, std::string name, std::vector<ValueId> params,
+                            std::vector<bool> written, std::int64_t work, const std::string& body,
+                            std::string what);
 // A value's element at `at` in its compute type, and a store of `value` at `at`.
 std::string read_element(const std::string& ptr, DType dtype, const std::string& at);
 std::string write_element(const std::string& ptr, DType dtype, const std::string& at,

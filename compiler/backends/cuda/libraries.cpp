@@ -1,4 +1,4 @@
-// dlopen of NVRTC, cuBLASLt and cuDNN: by soname first (the loader's paths, where
+// dlopen of the CUDA driver, NVRTC, cuBLASLt and cuDNN: by soname first (the loader's paths, where
 // ldconfig lists the toolkit), then in the toolkit's library folder found at build time.
 #include "backends/cuda/libraries.hpp"
 
@@ -17,7 +17,8 @@ namespace glia::detail::cuda {
 
 namespace {
 
-void* open_library(const char* what, const std::vector<std::string>& names) {
+void* open_library(const char* what, const std::vector<std::string>& names,
+                   const char* hint = "is the CUDA toolkit installed?") {
   std::string tried;
   for (const std::string& name : names) {
     for (const std::string& path : {name, std::string(GLIA_CUDA_LIBRARY_DIR) + "/" + name}) {
@@ -26,7 +27,7 @@ void* open_library(const char* what, const std::vector<std::string>& names) {
       tried += cat("\n  ", path, ": ", why != nullptr ? why : "not found");
     }
   }
-  throw Error(cat("cuda: cannot load ", what, " (is the CUDA toolkit installed?); tried:", tried));
+  throw Error(cat("cuda: cannot load ", what, " (", hint, "); tried:", tried));
 }
 
 template <class F>
@@ -38,6 +39,17 @@ void bind(void* handle, const char* library, const char* name, F& function) {
 }  // namespace
 
 #define GLIA_CUDA_BIND(name) bind(handle, library, #name, made.name);
+
+const DriverLibrary& driver_library() {
+  static const DriverLibrary lib = [] {
+    const char* library = "the CUDA driver";
+    void* handle = open_library(library, {"libcuda.so.1"}, "it comes with the NVIDIA GPU driver");
+    DriverLibrary made;
+    GLIA_DRIVER_FUNCTIONS(GLIA_CUDA_BIND)
+    return made;
+  }();
+  return lib;
+}
 
 const NvrtcLibrary& nvrtc() {
   static const NvrtcLibrary lib = [] {

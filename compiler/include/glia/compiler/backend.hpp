@@ -24,6 +24,13 @@ struct CompileOptions {
     // and run; 0: the calling thread's setting (glia::cpu::set_threads).
     int threads = 0;
   } cpu;
+  // The cuda backend's settings; other backends ignore them.
+  struct Cuda {
+    int device = 0;  // runs on Device::cuda(device)
+    // Capture each run's kernels as a CUDA graph once its addresses repeat, and replay it
+    // (GLIA_CUDA_GRAPHS=0 in the environment turns it off too).
+    bool graphs = true;
+  } cuda;
 };
 
 // A compiled graph. run() may be called from several threads at once: a backend that
@@ -60,6 +67,10 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual bool supports(Op op) const = 0;
+  // Why this backend cannot compile on this machine ("no CUDA device: ..."), or empty when
+  // it can. compile() throws glia::Error with the same words; suites that run every
+  // registered backend skip it with them.
+  virtual std::string unavailable() const { return ""; }
   // The graph is not kept by reference: an Executable owns what it needs.
   virtual std::unique_ptr<Executable> compile(const Graph& graph,
                                               const CompileOptions& options) const = 0;

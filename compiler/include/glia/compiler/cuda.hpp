@@ -19,6 +19,13 @@ namespace glia::cuda {
 // toolkit).
 bool built();
 
+// The CUDA devices the driver sees; 0 where there is no driver or no GPU (or the cuda
+// backend is not built). Once one is seen, Tensor::to(Device::cuda(i)) works.
+int device_count();
+// Why the cuda backend cannot run here ("no CUDA device: the NVIDIA driver is not
+// installed (...)"), or empty when it can.
+std::string unavailable();
+
 struct KernelReport {
   Program program;              // the lowering for the cuda target
   std::string source;           // the generated CUDA source (one module for the program)

@@ -1,0 +1,669 @@
+// ConvSpecs on cuDNN's legacy convolution API: one cudnnConvolutionForward, ...BackwardData
+// or ...BackwardFilter call per kernel, over 4-D or 5-D descriptors made from the spec's
+// views (a 1-D convolution gains a unit height). cuDNN wants packed NCHW or NHWC operands
+// and filters: an operand in another layout (the conv layer's HWIO kernel) is repacked
+// in the scratch by cudnnTransformTensor around the call, as the cpu backend reorders
+// oneDNN's weights. The algorithm is chosen once, when the kernel is realised, from
+// cuDNN's heuristics: the first deterministic one whose workspace fits.
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/device.hpp"
+#include "glia/core/error.hpp"
+
+namespace glia::detail::cuda {
+
+namespace {
+
+using Pass = ConvSpec::Pass;
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr std::size_t kMaxWorkspace = std::size_t{256} << 20;  // per kernel
+constexpr float kOneF = 1, kZeroF = 0;
+constexpr double kOneD = 1, kZeroD = 0;
+
+std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
+
+void check_dnn(cudnnStatus_t status, const char* what) {
+  if (status != CUDNN_STATUS_SUCCESS)
+    throw Error(cat("cuda: ", what, " failed: ", cudnn().cudnnGetErrorString(status)));
+}
+
+// ---- What cuDNN takes, decided from the spec alone ---------------------------------------
+
+const char* const kRankReason = "cuDNN convolves 1 to 3 spatial axes";
+const char* const kSizeReason = "an operand of 2^31 elements or more (cuDNN indexes with int)";
+
+std::string dtype_declines(DType dtype) {
+  bool ok =
+      dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
+  return ok ? "" : "cuDNN convolves f32, f64, f16 and bf16 only";
+}
+
+// cuDNN pads both ends of an axis alike. Padding `high` (the spec's, which makes the output
+// size exact) may fall short of `low` by less than a stride: the extra zeros are never read.
+std::string padding_declines(const Ints& strides, const Ints& low, const Ints& high) {
+  for (std::size_t i = 0; i < strides.size(); ++i) {
+    if (low[i] < 0) return "negative padding";
+    if (low[i] > kIntMax) return kSizeReason;
+    if (low[i] - high[i] < 0 || low[i] - high[i] >= strides[i])
+      return cat("asymmetric padding (", low[i], " before and ", high[i], " after spatial axis ", i,
+                 "): cuDNN's legacy API pads both ends alike");
+  }
+  return "";
+}
+
+// A view as the descriptors see it: [N, C, S...] or [O, C/G, K...] with two or three
+// spatial axes.
+struct Dims {
+  Ints dims, strides;
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (std::int64_t d : dims) n *= d;
+    return n;
+  }
+};
+
+struct Views {
+  Dims src, weights, dst;
+};
+
+// Physical order of [N, C, S...] in a layout, outermost first.
+enum class Layout : std::uint8_t { nchw, nhwc };
+
+Ints packed_strides(const Ints& dims, Layout layout) {
+  std::vector<std::size_t> order{0};
+  if (layout == Layout::nchw) order.push_back(1);
+  for (std::size_t d = 2; d < dims.size(); ++d) order.push_back(d);
+  if (layout == Layout::nhwc) order.push_back(1);
+  Ints strides(dims.size());
+  std::int64_t step = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    strides[*it] = step;
+    step *= dims[*it];
+  }
+  return strides;
+}
+
+// Whether the view is the packed layout (a size-1 axis may carry any stride).
+bool packed_in(const Dims& v, Layout layout) {
+  Ints p = packed_strides(v.dims, layout);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (v.dims[i] != 1 && v.strides[i] != p[i]) return false;
+  return true;
+}
+
+// The view with its size-1 axes given the outermost stride, as the transform's end.
+Dims settled(Dims v) {
+  std::int64_t outer = 1;
+  for (std::size_t i = 0; i < v.dims.size(); ++i)
+    if (v.dims[i] != 1) outer = std::max(outer, v.strides[i] * v.dims[i]);
+  for (std::size_t i = 0; i < v.dims.size(); ++i)
+    if (v.dims[i] == 1) v.strides[i] = outer;
+  return v;
+}
+
+// A 1-D convolution's view gains a unit height before its width.
+Dims widened(Ints dims, Ints strides) {
+  if (dims.size() == 3) {
+    dims.insert(dims.begin() + 2, 1);
+    strides.insert(strides.begin() + 2, strides[2] * dims[3]);
+  }
+  return {std::move(dims), std::move(strides)};
+}
+
+// Empty when the view's elements are all addressable with int offsets.
+std::string size_declines(const Dims& v) {
+  std::int64_t last = 0;
+  for (std::size_t i = 0; i < v.dims.size(); ++i) {
+    if (v.dims[i] == 1) continue;
+    if (v.strides[i] < 1) return "a view with a stride below 1";
+    if (v.strides[i] > kIntMax || v.dims[i] > kIntMax) return kSizeReason;
+    last += (v.dims[i] - 1) * v.strides[i];
+    if (last >= kIntMax) return kSizeReason;
+  }
+  return v.numel() >= kIntMax ? kSizeReason : "";
+}
+
+// The spec's views as cuDNN's descriptors take them, or why not: grouped weights
+// [G, O/G, C/G, K...] fold into [O, C/G, K...] (cuDNN's group count splits O).
+std::string views_of(const ConvSpec& s, Views& out) {
+  const std::size_t rank = s.src.dims.size();
+  if (rank < 3 || rank > 5) return kRankReason;
+  const std::size_t spatial = rank - 2;
+  const StridedView& w = s.weights;
+  bool grouped_view = w.dims.size() == rank + 1;
+  if (s.dst.dims.size() != rank || (w.dims.size() != rank && !grouped_view) ||
+      s.src.strides.size() != rank || s.dst.strides.size() != rank ||
+      w.strides.size() != w.dims.size() || s.strides.size() != spatial ||
+      s.dilations.size() != spatial || s.padding_low.size() != spatial ||
+      s.padding_high.size() != spatial || s.groups < 1 || s.groups > kIntMax ||
+      (grouped_view && w.dims[0] != s.groups))
+    return "a malformed convolution spec";
+  for (std::size_t i = 0; i < spatial; ++i)
+    if (s.strides[i] < 1 || s.dilations[i] < 1 || s.strides[i] > kIntMax ||
+        s.dilations[i] > kIntMax)
+      return "a malformed convolution spec";
+  Ints wd = w.dims, ws = w.strides;
+  if (grouped_view) {
+    std::int64_t g = wd[0], o = wd[1];
+    if (g != 1 && o != 1 && ws[0] != o * ws[1])
+      return "grouped weights whose groups do not fold into output channels";
+    std::int64_t stride = o == 1 ? ws[0] : ws[1];
+    wd.erase(wd.begin());
+    ws.erase(ws.begin());
+    wd[0] = g * o;
+    ws[0] = stride;
+  }
+  out.src = widened(s.src.dims, s.src.strides);
+  out.weights = widened(wd, ws);
+  out.dst = widened(s.dst.dims, s.dst.strides);
+  if (out.src.dims[0] != out.dst.dims[0] || out.weights.dims[0] != out.dst.dims[1] ||
+      out.weights.dims[1] * s.groups != out.src.dims[1] || out.dst.dims[1] % s.groups != 0)
+    return "a malformed convolution spec";
+  for (const Dims* v : {&out.src, &out.weights, &out.dst})
+    if (std::string why = size_declines(*v); !why.empty()) return why;
+  return padding_declines(s.strides, s.padding_low, s.padding_high);
+}
+
+// ---- Why a convolution node is left -------------------------------------------------------
+
+struct Geometry {
+  Ints strides, low, high;
+};
+
+bool all_ones(const Ints& v) {
+  return std::all_of(v.begin(), v.end(), [](std::int64_t e) { return e == 1; });
+}
+
+std::int64_t window(std::int64_t k, std::int64_t dilation) { return (k - 1) * dilation + 1; }
+
+std::int64_t spatial_numel(const Shape& s) {
+  std::int64_t n = 1;
+  for (int i = 2; i < s.rank(); ++i) n *= s[i];
+  return n;
+}
+
+// The spec's strides and padding for a convolution node as the lowering derives them
+// (lowering/conv.cpp), trying its passes in its order; nullopt where it makes no spec.
+std::optional<Geometry> node_geometry(const Graph& g, const Node& n) {
+  const auto& c = std::get<ConvAttrs>(n.attrs);
+  const Shape& x = g.type(n.inputs[0]).shape;
+  const Shape& k = g.type(n.inputs[1]).shape;
+  const Shape& y = n.type.shape;
+  const int rank = y.rank();
+  Geometry geo;
+  const Node& kernel = g.node(n.inputs[1]);
+  bool reversed = kernel.op == Op::reverse && c.feature_groups == 1 && c.batch_groups == 1 &&
+                  all_ones(c.strides);
+  if (reversed) {  // the input gradient: spec src is the result, dst the node's input
+    const Ints& axes = std::get<AxesAttrs>(kernel.attrs).axes;
+    for (int i = 0; i < rank; ++i) {
+      bool r = std::find(axes.begin(), axes.end(), i) != axes.end();
+      if (r ? i < 2 : i >= 2 && k[i] != 1) reversed = false;
+    }
+    for (int i = 2; i < rank && reversed; ++i) {
+      auto a = static_cast<std::size_t>(i - 2);
+      std::int64_t win = window(k[i], c.kernel_dilation[a]);
+      std::int64_t low = win - 1 - c.padding_low[a];
+      reversed = low >= 0;
+      geo.strides.push_back(c.input_dilation[a]);
+      geo.low.push_back(low);
+      geo.high.push_back((x[i] - 1) * c.input_dilation[a] + win - y[i] - low);
+    }
+    if (reversed) return geo;
+    geo = {};
+  }
+  if (c.batch_groups != 1 || !all_ones(c.input_dilation)) return std::nullopt;
+  bool kernel_gradient = c.feature_groups == 1 && spatial_numel(y) < spatial_numel(k);
+  for (int i = 2; i < rank; ++i) {
+    auto a = static_cast<std::size_t>(i - 2);
+    if (kernel_gradient) {  // spec weights are the result; its dst the node's kernel operand
+      std::int64_t win = window(y[i], c.strides[a]);
+      geo.strides.push_back(c.kernel_dilation[a]);
+      geo.high.push_back((k[i] - 1) * c.kernel_dilation[a] + win - x[i] - c.padding_low[a]);
+    } else {
+      std::int64_t win = window(k[i], c.kernel_dilation[a]);
+      geo.strides.push_back(c.strides[a]);
+      geo.high.push_back((y[i] - 1) * c.strides[a] + win - x[i] - c.padding_low[a]);
+    }
+    geo.low.push_back(c.padding_low[a]);
+  }
+  return geo;
+}
+
+// ---- Descriptors ------------------------------------------------------------------------
+
+struct DestroyTensor {
+  void operator()(cudnnTensorDescriptor_t d) const { cudnn().cudnnDestroyTensorDescriptor(d); }
+};
+struct DestroyFilter {
+  void operator()(cudnnFilterDescriptor_t d) const { cudnn().cudnnDestroyFilterDescriptor(d); }
+};
+struct DestroyConv {
+  void operator()(cudnnConvolutionDescriptor_t d) const {
+    cudnn().cudnnDestroyConvolutionDescriptor(d);
+  }
+};
+using TensorDesc = std::unique_ptr<std::remove_pointer_t<cudnnTensorDescriptor_t>, DestroyTensor>;
+using FilterDesc = std::unique_ptr<std::remove_pointer_t<cudnnFilterDescriptor_t>, DestroyFilter>;
+using ConvDesc = std::unique_ptr<std::remove_pointer_t<cudnnConvolutionDescriptor_t>, DestroyConv>;
+
+std::vector<int> ints(const Ints& v) { return {v.begin(), v.end()}; }
+
+cudnnDataType_t data_type(DType dtype) {
+  switch (dtype) {
+    case DType::f64:
+      return CUDNN_DATA_DOUBLE;
+    case DType::f16:
+      return CUDNN_DATA_HALF;
+    case DType::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      return CUDNN_DATA_FLOAT;
+  }
+}
+
+TensorDesc tensor_desc(cudnnDataType_t type, const Dims& v) {
+  cudnnTensorDescriptor_t raw = nullptr;
+  check_dnn(cudnn().cudnnCreateTensorDescriptor(&raw), "cudnnCreateTensorDescriptor");
+  TensorDesc desc(raw);
+  std::vector<int> dims = ints(v.dims), strides = ints(v.strides);
+  check_dnn(
+      cudnn().cudnnSetTensorNdDescriptor(raw, type, int(dims.size()), dims.data(), strides.data()),
+      "cudnnSetTensorNdDescriptor");
+  return desc;
+}
+
+// dims in cuDNN's [K, C, R, S] order whatever the layout.
+FilterDesc filter_desc(cudnnDataType_t type, Layout layout, const Ints& dims) {
+  cudnnFilterDescriptor_t raw = nullptr;
+  check_dnn(cudnn().cudnnCreateFilterDescriptor(&raw), "cudnnCreateFilterDescriptor");
+  FilterDesc desc(raw);
+  std::vector<int> d = ints(dims);
+  check_dnn(cudnn().cudnnSetFilterNdDescriptor(
+                raw, type, layout == Layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                int(d.size()), d.data()),
+            "cudnnSetFilterNdDescriptor");
+  return desc;
+}
+
+// Cross-correlation (glia's convolution, like XLA's, does not flip the kernel) with the
+// spec's low padding on both ends. f32 is held to FMA math (no TF32: it must agree with
+// the cpu to 1e-4); f16 and bf16 may use tensor ops, and accumulate in f32.
+ConvDesc conv_desc(const ConvSpec& s) {
+  cudnnConvolutionDescriptor_t raw = nullptr;
+  check_dnn(cudnn().cudnnCreateConvolutionDescriptor(&raw), "cudnnCreateConvolutionDescriptor");
+  ConvDesc desc(raw);
+  std::vector<int> pad, stride, dilation;
+  if (s.strides.size() == 1) {  // the unit height
+    pad.push_back(0);
+    stride.push_back(1);
+    dilation.push_back(1);
+  }
+  for (std::size_t i = 0; i < s.strides.size(); ++i) {
+    pad.push_back(int(s.padding_low[i]));
+    stride.push_back(int(s.strides[i]));
+    dilation.push_back(int(s.dilations[i]));
+  }
+  check_dnn(
+      cudnn().cudnnSetConvolutionNdDescriptor(
+          raw, int(pad.size()), pad.data(), stride.data(), dilation.data(), CUDNN_CROSS_CORRELATION,
+          s.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT),
+      "cudnnSetConvolutionNdDescriptor");
+  check_dnn(cudnn().cudnnSetConvolutionGroupCount(raw, int(s.groups)),
+            "cudnnSetConvolutionGroupCount");
+  cudnnMathType_t math = s.dtype == DType::f32   ? CUDNN_FMA_MATH
+                         : s.dtype == DType::f64 ? CUDNN_DEFAULT_MATH
+                                                 : CUDNN_TENSOR_OP_MATH;
+  check_dnn(cudnn().cudnnSetConvolutionMathType(raw, math), "cudnnSetConvolutionMathType");
+  return desc;
+}
+
+// One handle per device for the heuristics, made on first use and kept for the process's
+// life like the primary context it lives on (cudnnCreate costs milliseconds, a program has
+// a convolution per pass per layer). Callers hold planning_mutex(): a handle is not for
+// two threads at once.
+std::mutex& planning_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+cudnnHandle_t planning_handle(const DeviceInfo& device) {
+  static std::map<int, cudnnHandle_t> handles;
+  auto it = handles.find(device.index);
+  if (it != handles.end()) return it->second;
+  cudnnHandle_t made = nullptr;
+  check_dnn(cudnn().cudnnCreate(&made), "cudnnCreate");
+  handles.emplace(device.index, made);
+  return made;
+}
+
+// ---- Algorithms --------------------------------------------------------------------------
+
+const char* algorithm_name(Pass pass, int algo) {
+  static const char* const forward[] = {
+      "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+      "WINOGRAD",      "WINOGRAD_NONFUSED"};
+  static const char* const data[] = {"ALGO_0",     "ALGO_1",   "FFT",
+                                     "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const filter[] = {
+      "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  static_assert(std::size(forward) == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+  static_assert(std::size(data) == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+  static_assert(std::size(filter) == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+  auto pick = [algo](const auto& names) {
+    return algo >= 0 && std::size_t(algo) < std::size(names) ? names[algo] : "?";
+  };
+  return pass == Pass::forward         ? pick(forward)
+         : pass == Pass::backward_data ? pick(data)
+                                       : pick(filter);
+}
+
+struct Algorithm {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  std::size_t workspace = 0;
+  bool deterministic = true;
+};
+
+// The first of the heuristics' results (best first) that ran, is deterministic where
+// asked, keeps f32 on FMA math, and whose workspace fits. The descriptor takes the result's
+// math type (the heuristics rank algorithm and math type together); `workspace(algo,
+// &bytes)` asks for the size under the descriptor as set. What was passed over goes to
+// `tried` when given.
+template <class Perf, class Workspace>
+std::optional<Algorithm> pick_algorithm(const std::vector<Perf>& results, Pass pass, DType dtype,
+                                        bool deterministic_only, cudnnConvolutionDescriptor_t conv,
+                                        Workspace workspace, std::string* tried) {
+  auto passed = [&](const Perf& p, const std::string& why) {
+    if (tried != nullptr) *tried += cat(" ", algorithm_name(pass, int(p.algo)), " (", why, ");");
+  };
+  for (const Perf& p : results) {
+    if (p.status != CUDNN_STATUS_SUCCESS) {
+      passed(p, cudnn().cudnnGetErrorString(p.status));
+      continue;
+    }
+    bool deterministic = p.determinism == CUDNN_DETERMINISTIC;
+    if (deterministic_only && !deterministic) continue;
+    if (dtype == DType::f32 && p.mathType != CUDNN_FMA_MATH) {
+      passed(p, cat("math type ", int(p.mathType)));
+      continue;
+    }
+    std::size_t bytes = 0;
+    if (cudnn().cudnnSetConvolutionMathType(conv, p.mathType) != CUDNN_STATUS_SUCCESS ||
+        workspace(p.algo, &bytes) != CUDNN_STATUS_SUCCESS) {
+      passed(p, "no workspace size");
+      continue;
+    }
+    if (bytes > kMaxWorkspace) {
+      passed(p, cat(bytes >> 20, " MiB workspace"));
+      continue;
+    }
+    return Algorithm{int(p.algo), p.mathType, bytes, deterministic};
+  }
+  return std::nullopt;
+}
+
+// ---- The kernel ---------------------------------------------------------------------------
+
+class CudnnConvolution final : public CudaKernel {
+ public:
+  CudnnConvolution(const ConvSpec& s, const Views& v, Layout layout)
+      : pass_(s.pass),
+        dtype_(s.dtype),
+        layout_(layout),
+        groups_(s.groups),
+        src_(operand(s.src.value, v.src)),
+        weights_(operand(s.weights.value, v.weights)),
+        dst_(operand(s.dst.value, v.dst)),
+        filter_(filter_desc(data_type(s.dtype), layout, v.weights.dims)),
+        conv_(conv_desc(s)) {
+    const Ints& w = s.weights.dims;
+    for (std::size_t i = w.size() - s.strides.size(); i < w.size(); ++i)
+      window_ += cat(window_.empty() ? "" : "x", w[i]);
+  }
+
+  // Chooses the algorithm with `handle`'s heuristics (deterministic ones only, if asked);
+  // false when none runs here.
+  bool choose(cudnnHandle_t handle, bool deterministic_only, std::string* tried) {
+    const CudnnLibrary& dnn = cudnn();
+    std::optional<Algorithm> a;
+    cudnnTensorDescriptor_t x = src_.call.get(), y = dst_.call.get();
+    cudnnFilterDescriptor_t w = filter_.get();
+    cudnnConvolutionDescriptor_t c = conv_.get();
+    if (pass_ == Pass::forward) {
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> r(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+      int n = 0;
+      check_dnn(dnn.cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, c, y, int(r.size()), &n,
+                                                           r.data()),
+                "cudnnGetConvolutionForwardAlgorithm_v7");
+      r.resize(std::size_t(std::max(n, 0)));
+      a = pick_algorithm(
+          r, pass_, dtype_, deterministic_only, c,
+          [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* b) {
+            return dnn.cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, c, y, algo, b);
+          },
+          tried);
+    } else if (pass_ == Pass::backward_data) {
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+      int n = 0;
+      check_dnn(dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, c, x, int(r.size()),
+                                                                &n, r.data()),
+                "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      r.resize(std::size_t(std::max(n, 0)));
+      a = pick_algorithm(
+          r, pass_, dtype_, deterministic_only, c,
+          [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* b) {
+            return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, c, x, algo, b);
+          },
+          tried);
+    } else {
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+      int n = 0;
+      check_dnn(dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x, y, c, w, int(r.size()),
+                                                                  &n, r.data()),
+                "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      r.resize(std::size_t(std::max(n, 0)));
+      a = pick_algorithm(
+          r, pass_, dtype_, deterministic_only, c,
+          [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* b) {
+            return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, c, w, algo, b);
+          },
+          tried);
+    }
+    if (!a) return false;
+    algorithm_ = *a;
+    check_dnn(dnn.cudnnSetConvolutionMathType(c, algorithm_.math), "cudnnSetConvolutionMathType");
+    // The scratch: the workspace, then the packed copies.
+    scratch_ = align256(algorithm_.workspace);
+    for (Operand* o : {&src_, &weights_, &dst_})
+      if (o->staged) {
+        o->offset = scratch_;
+        scratch_ += align256(o->bytes);
+      }
+    return true;
+  }
+
+  void run(const RunContext& ctx) const override {
+    const CudnnLibrary& dnn = cudnn();
+    bool f64 = dtype_ == DType::f64;
+    const void* one = f64 ? static_cast<const void*>(&kOneD) : &kOneF;
+    const void* zero = f64 ? static_cast<const void*>(&kZeroD) : &kZeroF;
+    auto* scratch = static_cast<std::byte*>(ctx.scratch);
+    auto at = [&](const Operand& o) -> void* {
+      return o.staged ? scratch + o.offset : ctx.at(o.value);
+    };
+    const Operand& out = pass_ == Pass::forward         ? dst_
+                         : pass_ == Pass::backward_data ? src_
+                                                        : weights_;
+    for (const Operand* o : {&src_, &weights_, &dst_})
+      if (o->staged && o != &out)
+        check_dnn(dnn.cudnnTransformTensor(ctx.cudnn, one, o->view.get(), ctx.at(o->value), zero,
+                                           o->call.get(), at(*o)),
+                  "cudnnTransformTensor");
+    void* ws = algorithm_.workspace > 0 ? ctx.scratch : nullptr;
+    cudnnConvolutionDescriptor_t c = conv_.get();
+    if (pass_ == Pass::forward)
+      check_dnn(
+          dnn.cudnnConvolutionForward(ctx.cudnn, one, src_.call.get(), at(src_), filter_.get(),
+                                      at(weights_), c, cudnnConvolutionFwdAlgo_t(algorithm_.algo),
+                                      ws, algorithm_.workspace, zero, dst_.call.get(), at(dst_)),
+          "cudnnConvolutionForward");
+    else if (pass_ == Pass::backward_data)
+      check_dnn(dnn.cudnnConvolutionBackwardData(
+                    ctx.cudnn, one, filter_.get(), at(weights_), dst_.call.get(), at(dst_), c,
+                    cudnnConvolutionBwdDataAlgo_t(algorithm_.algo), ws, algorithm_.workspace, zero,
+                    src_.call.get(), at(src_)),
+                "cudnnConvolutionBackwardData");
+    else
+      check_dnn(dnn.cudnnConvolutionBackwardFilter(
+                    ctx.cudnn, one, src_.call.get(), at(src_), dst_.call.get(), at(dst_), c,
+                    cudnnConvolutionBwdFilterAlgo_t(algorithm_.algo), ws, algorithm_.workspace,
+                    zero, filter_.get(), at(weights_)),
+                "cudnnConvolutionBackwardFilter");
+    if (out.staged)
+      check_dnn(dnn.cudnnTransformTensor(ctx.cudnn, one, out.call.get(), at(out), zero,
+                                         out.view.get(), ctx.at(out.value)),
+                "cudnnTransformTensor");
+  }
+
+  std::string describe() const override {
+    const char* pass = pass_ == Pass::forward         ? "forward"
+                       : pass_ == Pass::backward_data ? "backward data"
+                                                      : "backward filter";
+    std::string repacked;
+    for (const Operand* o : {&src_, &weights_, &dst_})
+      if (o->staged)
+        repacked += cat(repacked.empty() ? "" : " and ", o == &weights_ ? "weights"
+                                                         : o == &src_   ? "src"
+                                                                        : "dst");
+    return cat("cuDNN ", pass, ", algo ", algorithm_name(pass_, algorithm_.algo), ", ", window_,
+               ", groups ", groups_, layout_ == Layout::nhwc ? ", NHWC" : "",
+               algorithm_.math == CUDNN_TENSOR_OP_MATH ||
+                       algorithm_.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                   ? ", tensor ops"
+                   : "",
+               algorithm_.deterministic ? "" : ", non-deterministic",
+               repacked.empty() ? "" : ", " + repacked + " repacked");
+  }
+
+  std::size_t scratch_bytes() const override { return scratch_; }
+  bool needs_cudnn() const override { return true; }
+
+ private:
+  // An operand as the call sees it (`call`): its own storage when it is packed in the
+  // kernel's layout, else a packed copy at `offset` in the scratch, moved to or from the
+  // view (`view`) by cudnnTransformTensor.
+  struct Operand {
+    ValueId value = 0;
+    TensorDesc call, view;
+    bool staged = false;
+    std::size_t bytes = 0, offset = 0;
+  };
+
+  Operand operand(ValueId value, const Dims& v) const {
+    Operand o;
+    o.value = value;
+    cudnnDataType_t type = data_type(dtype_);
+    o.call = tensor_desc(type, {v.dims, packed_strides(v.dims, layout_)});
+    if (!packed_in(v, layout_)) {
+      o.staged = true;
+      o.view = tensor_desc(type, settled(v));
+      o.bytes = std::size_t(v.numel()) * std::size_t(dtype_size(dtype_));
+    }
+    return o;
+  }
+
+  Pass pass_;
+  DType dtype_;
+  Layout layout_;
+  std::int64_t groups_;
+  Operand src_, weights_, dst_;
+  FilterDesc filter_;
+  ConvDesc conv_;
+  Algorithm algorithm_;
+  std::size_t scratch_ = 0;
+  std::string window_;
+};
+
+// NHWC where the data is channels-last (f16 and bf16 then use tensor cores without
+// transposes), else NCHW; NCHW, cuDNN's widest-supported layout, is always tried last.
+// f64 stays NCHW.
+std::vector<Layout> layouts(DType dtype, const Views& v) {
+  auto channels_last = [](const Dims& d) {
+    return packed_in(d, Layout::nhwc) && !packed_in(d, Layout::nchw);
+  };
+  if (dtype != DType::f64 && (channels_last(v.src) || channels_last(v.dst)))
+    return {Layout::nhwc, Layout::nchw};
+  return {Layout::nchw};
+}
+
+}  // namespace
+
+std::string cudnn_declines(const Graph&, const Kernel& kernel) {
+  const auto& s = std::get<ConvSpec>(kernel.spec);
+  if (std::string why = dtype_declines(s.dtype); !why.empty()) return why;
+  if (!s.epilogue.empty()) return "cuDNN's legacy convolutions take no epilogue";
+  Views views;
+  return views_of(s, views);
+}
+
+std::string convolution_fallback(const Graph& graph, ValueId node) {
+  const Node& n = graph.node(node);
+  const auto& c = std::get<ConvAttrs>(n.attrs);
+  if (std::string why = dtype_declines(n.type.dtype); !why.empty()) return why;
+  const ValueId operands[] = {node, n.inputs[0], n.inputs[1]};
+  for (ValueId v : operands)
+    if (graph.type(v).shape.numel() == 0) return "a zero-size convolution";
+  if (n.type.shape.rank() < 3 || n.type.shape.rank() > 5) return kRankReason;
+  if (std::any_of(c.padding_low.begin(), c.padding_low.end(), [](auto p) { return p < 0; }))
+    return "negative padding";
+  if (c.batch_groups != 1) return "batch groups (a grouped kernel's gradient)";
+  std::optional<Geometry> geo = node_geometry(graph, n);
+  if (!geo)
+    return c.feature_groups != 1 ? "input dilation of a grouped convolution (its input gradient)"
+                                 : "input dilation without autograd's reversed kernel";
+  if (std::string why = padding_declines(geo->strides, geo->low, geo->high); !why.empty())
+    return why;
+  for (ValueId v : operands)
+    if (graph.type(v).shape.numel() >= kIntMax) return kSizeReason;
+  return "";
+}
+
+// The heuristics need a handle on the device: realise makes its planning handle under a
+// ContextScope, once per device, and holds planning_mutex() while it asks. A deterministic
+// algorithm in either layout beats a non-deterministic one.
+std::unique_ptr<CudaKernel> realise_convolution(const Graph& graph, const Kernel& kernel,
+                                                const DeviceInfo& device) {
+  const auto& s = std::get<ConvSpec>(kernel.spec);
+  Views views;
+  std::string why = views_of(s, views);
+  check(why.empty() && dtype_declines(s.dtype).empty() && s.epilogue.empty(),
+        "cuda backend: cuDNN cannot realise ", kernel.describe(graph), ": ", why);
+  ContextScope scope(device);
+  std::lock_guard<std::mutex> lock(planning_mutex());
+  cudnnHandle_t handle = planning_handle(device);
+  std::string tried;
+  for (bool deterministic_only : {true, false})
+    for (Layout layout : layouts(s.dtype, views)) {
+      if (!deterministic_only) tried += layout == Layout::nhwc ? " NHWC:" : " NCHW:";
+      auto made = std::make_unique<CudnnConvolution>(s, views, layout);
+      if (made->choose(handle, deterministic_only, deterministic_only ? nullptr : &tried))
+        return made;
+    }
+  throw Error(cat("cuda: cuDNN has no algorithm for ", kernel.describe(graph), " on ", device.name,
+                  " (tried", tried, ")"));
+}
+
+}  // namespace glia::detail::cuda
