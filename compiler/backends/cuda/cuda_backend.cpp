@@ -12,8 +12,10 @@
 #include "backends/cuda/cuda_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/cuda_target.hpp"
@@ -39,14 +41,15 @@ struct Pinned {
   Pinned() = default;
   Pinned(const Pinned&) = delete;
   Pinned& operator=(const Pinned&) = delete;
-  ~Pinned() {
-    if (data != nullptr) driver().cuMemFreeHost(data);
-  }
-  void reserve(std::size_t n) {
-    if (n <= bytes) return;
+  ~Pinned() { free(); }
+  void free() noexcept {
     if (data != nullptr) driver().cuMemFreeHost(data);
     data = nullptr;
     bytes = 0;
+  }
+  void reserve(std::size_t n) {
+    if (n <= bytes) return;
+    free();
     check_cu(driver().cuMemHostAlloc(&data, n, 0), "cuMemHostAlloc (a pinned staging buffer)");
     bytes = n;
   }
@@ -74,21 +77,28 @@ struct Workspace {
   OutputBuffers outputs;
   cublasLtHandle_t cublaslt = nullptr;
   cudnnHandle_t cudnn = nullptr;
-  std::vector<Captured> graphs;  // most recent last
-  std::vector<void*> seen;       // the addresses of the last run not captured
+  std::vector<Captured> graphs;          // least recently launched first
+  std::vector<std::vector<void*>> seen;  // addresses of recent runs not captured, oldest first
 
+  // Errors are ignored: at process exit the driver may be gone already.
   ~Workspace() {
-    ContextScope scope(*device);
+    ContextScope scope(*device, std::nothrow);
     const auto& d = driver();
     if (stream != nullptr) d.cuStreamSynchronize(stream);
+    std::unique_lock guard(cuda::capture_guard(*device));  // handles synchronise the device
     for (Captured& c : graphs) d.cuGraphExecDestroy(c.exec);
     if (cublaslt != nullptr) cuda::cublaslt().cublasLtDestroy(cublaslt);
     if (cudnn != nullptr) cuda::cudnn().cudnnDestroy(cudnn);
     if (stream != nullptr) d.cuStreamDestroy_v2(stream);
+    status_host.free();
+    for (auto& p : pinned) p->free();
   }
 };
 
-constexpr std::size_t kMaxGraphs = 4;  // captured graphs kept per workspace
+// Captured graphs kept per workspace, and addresses of uncaptured runs remembered: a
+// caller that keeps each run's outputs while the next one runs alternates between two
+// sets of output buffers, so both are captured.
+constexpr std::size_t kMaxGraphs = 4;
 
 bool graphs_allowed_by_environment() {
   const char* v = std::getenv("GLIA_CUDA_GRAPHS");
@@ -128,8 +138,13 @@ class CudaExecutable final : public PlacedExecutable {
   const Program& program() const override { return program_; }
 
   std::string describe() const override {
+    std::string graphs = graphs_why_;
+    if (capture_failed_.load(std::memory_order_relaxed)) {
+      std::lock_guard lock(capture_mutex_);
+      graphs = cat("off (capture failed: ", capture_error_, ")");
+    }
     return cat("cuda executable on ", where_, " (", device_.name, ", ", device_.arch(), ", ",
-               device_.multiprocessors, " SMs); CUDA graphs: ", graphs_why_,
+               device_.multiprocessors, " SMs); CUDA graphs: ", graphs,
                "; generated kernels: ", realised_.generated,
                realised_.generated > 0 ? cat(" (module from ", realised_.cache, ")") : "", "\n",
                program_.describe([&](std::size_t k) { return realised_.kernels[k]->describe(); }));
@@ -152,6 +167,9 @@ class CudaExecutable final : public PlacedExecutable {
   bool uses_status_ = false, needs_cublaslt_ = false, needs_cudnn_ = false;
   bool graphs_ = true;
   std::string graphs_why_;
+  mutable std::atomic<bool> capture_failed_{false};
+  mutable std::mutex capture_mutex_;
+  mutable std::string capture_error_;  // why the capture failed, under capture_mutex_
   WorkspacePool<Workspace> pool_;
 };
 
@@ -159,9 +177,11 @@ std::unique_ptr<Workspace> CudaExecutable::make_workspace() const {
   const Graph& g = program_.graph;
   auto ws = std::make_unique<Workspace>();
   ws->device = &device_;
-  // Blocking (not non-blocking) streams: the legacy default stream, which Tensor's
-  // synchronous copies use, waits for their work.
-  check_cu(driver().cuStreamCreate(&ws->stream, CU_STREAM_DEFAULT), "cuStreamCreate");
+  // Non-blocking: a blocking stream being captured would make the legacy default stream
+  // unusable for every other thread meanwhile. A run waits for its stream before it
+  // returns, and the allocator's copies wait for theirs, so nothing relies on the legacy
+  // stream's ordering.
+  check_cu(driver().cuStreamCreate(&ws->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   ws->arena = Tensor::uninitialized(
       DType::u8, Shape{std::max<std::int64_t>(program_.memory.arena_bytes, 256)}, where_);
   if (scratch_bytes_ > 0)
@@ -212,42 +232,57 @@ void CudaExecutable::enqueue(Workspace& ws) const {
 }
 
 // Runs the kernels: by replaying the graph captured for these addresses, by capturing
-// one when the same addresses come a second time in a row, or directly.
+// one when addresses seen recently come again, or directly. A capture that fails (a
+// library call that cannot be captured) turns graphs off for the executable, and the run
+// goes on directly.
 void CudaExecutable::launch(Workspace& ws) const {
   const auto& d = driver();
-  if (!graphs_) return enqueue(ws);
+  if (!graphs_ || capture_failed_.load(std::memory_order_relaxed)) return enqueue(ws);
   auto found = std::find_if(ws.graphs.begin(), ws.graphs.end(),
                             [&](const Captured& c) { return c.key == ws.values; });
   if (found != ws.graphs.end()) {
-    check_cu(d.cuGraphLaunch(found->exec, ws.stream), "cuGraphLaunch");
+    std::rotate(found, found + 1, ws.graphs.end());  // now the most recently launched
+    check_cu(d.cuGraphLaunch(ws.graphs.back().exec, ws.stream), "cuGraphLaunch");
     return;
   }
-  if (ws.seen != ws.values) {  // the first run with these addresses runs directly
-    ws.seen = ws.values;
+  auto seen = std::find(ws.seen.begin(), ws.seen.end(), ws.values);
+  if (seen == ws.seen.end()) {  // the first run with these addresses runs directly
+    if (ws.seen.size() == kMaxGraphs) ws.seen.erase(ws.seen.begin());
+    ws.seen.push_back(ws.values);
     return enqueue(ws);
   }
-  check_cu(d.cuStreamBeginCapture_v2(ws.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-           "cuStreamBeginCapture");
-  CUgraph graph = nullptr;
-  try {
-    enqueue(ws);
-  } catch (...) {
-    d.cuStreamEndCapture(ws.stream, &graph);
-    if (graph != nullptr) d.cuGraphDestroy(graph);
-    throw;
-  }
-  check_cu(d.cuStreamEndCapture(ws.stream, &graph), "cuStreamEndCapture");
+  ws.seen.erase(seen);
   Captured c;
   c.key = ws.values;
-  CUresult r = d.cuGraphInstantiateWithFlags(&c.exec, graph, 0);
-  d.cuGraphDestroy(graph);
-  check_cu(r, "cuGraphInstantiate");
+  try {
+    std::shared_lock guard(cuda::capture_guard(device_));
+    check_cu(d.cuStreamBeginCapture_v2(ws.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+             "cuStreamBeginCapture");
+    CUgraph graph = nullptr;
+    try {
+      enqueue(ws);
+    } catch (...) {
+      d.cuStreamEndCapture(ws.stream, &graph);
+      if (graph != nullptr) d.cuGraphDestroy(graph);
+      throw;
+    }
+    check_cu(d.cuStreamEndCapture(ws.stream, &graph), "cuStreamEndCapture");
+    CUresult r = d.cuGraphInstantiateWithFlags(&c.exec, graph, 0);
+    d.cuGraphDestroy(graph);
+    check_cu(r, "cuGraphInstantiate");
+  } catch (const Error& e) {
+    {
+      std::lock_guard lock(capture_mutex_);
+      capture_error_ = e.what();
+    }
+    capture_failed_.store(true, std::memory_order_relaxed);
+    return enqueue(ws);  // a real error of the kernels shows here again
+  }
   if (ws.graphs.size() == kMaxGraphs) {
     d.cuGraphExecDestroy(ws.graphs.front().exec);
     ws.graphs.erase(ws.graphs.begin());
   }
   ws.graphs.push_back(std::move(c));
-  ws.seen.clear();
   check_cu(d.cuGraphLaunch(ws.graphs.back().exec, ws.stream), "cuGraphLaunch");
 }
 

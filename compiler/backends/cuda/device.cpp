@@ -2,6 +2,7 @@
 // puts tensors on them.
 #include "backends/cuda/device.hpp"
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -25,10 +26,12 @@ struct State {
   const DriverLibrary* driver = nullptr;
   std::string unavailable;  // why there is no device; empty when there is
   std::vector<DeviceInfo> devices;
+  std::deque<std::shared_mutex> capture_guards;  // by device
 };
 
+// Never destroyed: device buffers and executables may outlive static teardown.
 const State& state() {
-  static const State s = [] {
+  static const State& s = *new State([] {
     State made;
     try {
       made.driver = &driver_library();
@@ -71,17 +74,22 @@ const State& state() {
       }
       info.name = name;
       made.devices.push_back(std::move(info));
+      made.capture_guards.emplace_back();
     }
     return made;
-  }();
+  }());
   return s;
 }
 
-// cuMemAlloc'd device memory; copies are synchronous (the legacy default stream waits for
-// the backend's streams, which are blocking streams).
+// cuMemAlloc'd device memory. Copies run on a non-blocking stream of the allocator's own
+// and are waited for, so they are complete when they return and never touch the legacy
+// default stream, which is unusable while a blocking stream is being captured.
 class DeviceAllocator final : public Allocator {
  public:
-  explicit DeviceAllocator(const DeviceInfo& info) : info_(info) {}
+  explicit DeviceAllocator(const DeviceInfo& info) : info_(info) {
+    ContextScope scope(info_);
+    check_cu(driver().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  }
   std::string name() const override { return "cuMemAlloc"; }
   void* allocate(std::size_t bytes) override {
     ContextScope scope(info_);
@@ -95,29 +103,38 @@ class DeviceAllocator final : public Allocator {
     }
     return reinterpret_cast<void*>(p);
   }
+  // cuMemFree synchronises the device: never while another thread captures.
   void deallocate(void* data, std::size_t) noexcept override {
-    ContextScope scope(info_);
+    ContextScope scope(info_, std::nothrow);
+    std::unique_lock guard(capture_guard(info_));
     driver().cuMemFree_v2(reinterpret_cast<CUdeviceptr>(data));
   }
   void copy_from_host(void* device_dst, const void* host_src, std::size_t bytes) override {
     ContextScope scope(info_);
-    check_cu(driver().cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(device_dst), host_src, bytes),
+    check_cu(driver().cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(device_dst), host_src,
+                                           bytes, stream_),
              "copy to the device");
+    check_cu(driver().cuStreamSynchronize(stream_), "copy to the device");
   }
   void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) override {
     ContextScope scope(info_);
-    check_cu(driver().cuMemcpyDtoH_v2(host_dst, reinterpret_cast<CUdeviceptr>(device_src), bytes),
+    check_cu(driver().cuMemcpyDtoHAsync_v2(host_dst, reinterpret_cast<CUdeviceptr>(device_src),
+                                           bytes, stream_),
              "copy to the host");
+    check_cu(driver().cuStreamSynchronize(stream_), "copy to the host");
   }
   void copy_within(void* device_dst, const void* device_src, std::size_t bytes) override {
     ContextScope scope(info_);
-    check_cu(driver().cuMemcpyDtoD_v2(reinterpret_cast<CUdeviceptr>(device_dst),
-                                      reinterpret_cast<CUdeviceptr>(device_src), bytes),
-             "copy on the device");
+    check_cu(
+        driver().cuMemcpyDtoDAsync_v2(reinterpret_cast<CUdeviceptr>(device_dst),
+                                      reinterpret_cast<CUdeviceptr>(device_src), bytes, stream_),
+        "copy on the device");
+    check_cu(driver().cuStreamSynchronize(stream_), "copy on the device");
   }
 
  private:
   const DeviceInfo& info_;
+  CUstream stream_ = nullptr;  // lives as long as the process (the allocator is never dropped)
 };
 
 }  // namespace
@@ -161,8 +178,18 @@ ContextScope::ContextScope(const DeviceInfo& info) {
   }
 }
 
+ContextScope::ContextScope(const DeviceInfo& info, std::nothrow_t) noexcept {
+  const DriverLibrary& d = *state().driver;
+  if (d.cuCtxGetCurrent(&previous_) == CUDA_SUCCESS && previous_ != info.context)
+    changed_ = d.cuCtxSetCurrent(info.context) == CUDA_SUCCESS;
+}
+
 ContextScope::~ContextScope() {
   if (changed_) state().driver->cuCtxSetCurrent(previous_);
+}
+
+std::shared_mutex& capture_guard(const DeviceInfo& info) {
+  return const_cast<State&>(state()).capture_guards[std::size_t(info.index)];
 }
 
 void register_allocators() {

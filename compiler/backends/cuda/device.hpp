@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
+#include <shared_mutex>
 #include <string>
 
 #include "backends/cuda/libraries.hpp"
@@ -36,10 +38,12 @@ int device_count();                   // throws like driver() when there is none
 const DeviceInfo& device(int index);  // glia::Error for an index out of range
 
 // Makes `info`'s context current on this thread for the scope (and puts back the one
-// that was, if another).
+// that was, if another). The nothrow form is for destructors and deallocation: it ignores
+// the driver's errors (at process exit the driver may already be shut down).
 class ContextScope {
  public:
   explicit ContextScope(const DeviceInfo& info);
+  ContextScope(const DeviceInfo& info, std::nothrow_t) noexcept;
   ~ContextScope();
   ContextScope(const ContextScope&) = delete;
   ContextScope& operator=(const ContextScope&) = delete;
@@ -49,7 +53,14 @@ class ContextScope {
   bool changed_ = false;
 };
 
-// Registers the cudaMalloc-style allocator (cuMemAlloc, synchronous copies) for
+// Held shared while a stream of the device is being captured into a CUDA graph, and
+// exclusively around what would break another thread's capture because it synchronises
+// the device: freeing device memory, destroying library handles and streams, unloading
+// modules.
+std::shared_mutex& capture_guard(const DeviceInfo& info);
+
+// Registers the allocator (cuMemAlloc; copies on a private non-blocking stream of the
+// device, complete when they return) for
 // Device::cuda(i) of every device, once; called by the backend and by
 // glia::cuda::device_count(), so that Tensor::to(Device::cuda(i)) works after either.
 void register_allocators();

@@ -2,6 +2,7 @@
 // program's module, the reference kernel on the host, and the dispatch from each spec to
 // its realisation (cuBLASLt, cuDNN, generated code).
 #include <cstring>
+#include <mutex>
 
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/device.hpp"
@@ -74,8 +75,9 @@ class GeneratedLaunch final : public CudaKernel {
   std::string what_;
 };
 
-// The node's op on its reference kernel on the host: the stream is drained, the operands
-// copied to the host, the result copied back. Never captured in a CUDA graph.
+// The node's op on its reference kernel on the host: the operands copied to the host on
+// the stream (after the work before them), the result copied back, the stream drained
+// each way. Never captured in a CUDA graph.
 class ReferenceKernel final : public CudaKernel {
  public:
   ReferenceKernel(const Graph& graph, ValueId id, std::string reason)
@@ -84,23 +86,25 @@ class ReferenceKernel final : public CudaKernel {
   }
   void run(const RunContext& ctx) const override {
     const DriverLibrary& d = driver();
-    check_cu(d.cuStreamSynchronize(ctx.stream), "reference kernel: cuStreamSynchronize");
     std::vector<Tensor> args;
     args.reserve(node_.inputs.size());
     for (std::size_t i = 0; i < node_.inputs.size(); ++i) {
       Tensor host = Tensor::uninitialized(types_[i].dtype, types_[i].shape);
       if (host.nbytes() > 0)
-        check_cu(d.cuMemcpyDtoH_v2(host.raw_data(),
-                                   reinterpret_cast<CUdeviceptr>(ctx.at(node_.inputs[i])),
-                                   host.nbytes()),
+        check_cu(d.cuMemcpyDtoHAsync_v2(host.raw_data(),
+                                        reinterpret_cast<CUdeviceptr>(ctx.at(node_.inputs[i])),
+                                        host.nbytes(), ctx.stream),
                  "reference kernel: copy an operand to the host");
       args.push_back(std::move(host));
     }
+    check_cu(d.cuStreamSynchronize(ctx.stream), "reference kernel: copy operands to the host");
     Tensor result = op_info(node_.op).kernel(args, node_.attrs, node_.type);
     if (result.nbytes() > 0)
-      check_cu(d.cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(ctx.at(id_)), result.raw_data(),
-                                 result.nbytes()),
+      check_cu(d.cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(ctx.at(id_)), result.raw_data(),
+                                      result.nbytes(), ctx.stream),
                "reference kernel: copy the result to the device");
+    // The result's host memory must outlive the copy.
+    check_cu(d.cuStreamSynchronize(ctx.stream), "reference kernel: copy the result back");
   }
   std::string describe() const override {
     return cat("reference kernel on the host (", reason_, ")");
@@ -127,10 +131,14 @@ Realised realise_program(const Program& program, const DeviceInfo& device) {
     CacheHit hit = CacheHit::none;
     std::string cubin = compile_cubin(made.source, device.arch(), &hit);
     out.cache = hit == CacheHit::memory ? "memory" : hit == CacheHit::disk ? "disk" : "nvrtc";
-    check_cu(d.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
+    {
+      std::unique_lock guard(capture_guard(device));  // loading may synchronise the device
+      check_cu(d.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
+    }
     const DeviceInfo* owner = &device;
     out.module = std::shared_ptr<void>(module, [owner](void* m) {
-      ContextScope unload_scope(*owner);
+      ContextScope unload_scope(*owner, std::nothrow);
+      std::unique_lock guard(capture_guard(*owner));
       driver().cuModuleUnload(static_cast<CUmodule>(m));
     });
   }
