@@ -173,7 +173,9 @@ esac
 # glia bench's peer: LibTorch, whose GEMMs use OpenBLAS only where it is the libblas.so.3
 # alternative (netlib's reference BLAS is several times slower).
 extra_packages=()
-[[ $mode == bench ]] && extra_packages=(libtorch-dev libopenblas0-openmp)
+# The LibTorch peer with OpenBLAS, and tcmalloc (PyTorch's CPU performance guide: an
+# allocator that keeps freed memory; `glia bench` preloads it into the peer).
+[[ $mode == bench ]] && extra_packages=(libtorch-dev libopenblas0-openmp libtcmalloc-minimal4)
 install_packages "${extra_packages[@]}"
 build
 export GLIA_DATA_DIR="$data_dir"

@@ -48,7 +48,13 @@ struct Environment {
   std::string blas;          // the libblas.so.3 alternative selected
   std::string peer_path;     // empty when no peer runs
   std::string peer_missing;  // why no peer runs
-  std::string torch_version, peer_blas, aten_cpu_capability;
+  std::string torch_version, peer_blas;
+  // ATEN_CPU_CAPABILITY for the peer: the user's, else avx512 where the CPU has it (ATen's
+  // default is its AVX2 kernels).
+  std::string aten_cpu_capability;
+  // The allocator preloaded into the peer (tcmalloc or jemalloc where installed: PyTorch's
+  // CPU performance guide), and what the peer reports mapped.
+  std::string peer_preload, peer_allocator;
   std::string openblas_coretype;  // in glia bench's environment (unset for the peer)
   std::string data;               // "real MNIST in ..." or "synthetic ..."
 };
@@ -61,6 +67,10 @@ std::string find_peer(const Settings& s, std::string& why);
 ContenderResult run_peer(const std::string& peer, const CaseInfo& info, const Settings& s,
                          const std::string& data_dir, Environment& env);
 std::string selected_blas();
+// Whether /proc/cpuinfo lists `flag` ("avx512f").
+bool cpu_has_flag(const std::string& flag);
+// The allocator library the peer runs with (tcmalloc, else jemalloc), or "" for glibc's.
+std::string peer_allocator_library();
 
 void print_header(const Settings& s, const Environment& env);
 void print_case(const CaseResult& r);

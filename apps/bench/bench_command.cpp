@@ -128,7 +128,11 @@ int run_bench(Settings s) {
   env.blas = selected_blas();
   env.peer_path = find_peer(s, env.peer_missing);
   if (const char* c = std::getenv("OPENBLAS_CORETYPE")) env.openblas_coretype = c;
-  if (const char* c = std::getenv("ATEN_CPU_CAPABILITY")) env.aten_cpu_capability = c;
+  if (const char* c = std::getenv("ATEN_CPU_CAPABILITY"))
+    env.aten_cpu_capability = c;
+  else if (cpu_has_flag("avx512f"))
+    env.aten_cpu_capability = "avx512";
+  env.peer_preload = peer_allocator_library();
 
   std::string data_dir = s.data_dir;
   if (data_dir.empty()) {
@@ -166,7 +170,8 @@ int run_bench(Settings s) {
   }
   if (!env.torch_version.empty())
     std::cout << "\nLibTorch " << env.torch_version
-              << ", BLAS mapped into the peer: " << env.peer_blas << "\n";
+              << ", BLAS mapped into the peer: " << env.peer_blas
+              << "; allocator: " << env.peer_allocator << "\n";
   if (!s.json.empty()) {
     write_json(s.json, s, env, results);
     std::cout << "Wrote " << s.json << "\n";

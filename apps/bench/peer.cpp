@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -39,6 +40,21 @@ std::string find_peer(const Settings& s, std::string& why) {
   return "";
 }
 
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
+std::string peer_allocator_library() {
+  for (const char* path : {"/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+                           "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"})
+    if (std::filesystem::exists(path)) return path;
+  return "";
+}
+
 std::string selected_blas() {
   std::error_code ec;
   auto p = std::filesystem::canonical("/usr/lib/x86_64-linux-gnu/libblas.so.3", ec);
@@ -49,10 +65,13 @@ ContenderResult run_peer(const std::string& peer, const CaseInfo& info, const Se
                          const std::string& data_dir, Environment& env) {
   ContenderResult r{.name = "libtorch"};
   std::ostringstream cmd;
-  cmd << "env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=" << s.threads << " " << shell_quoted(peer)
-      << " --case " << info.name << " --threads " << s.threads << " --time " << s.time_seconds
-      << " --warmup " << s.warmup_seconds << " --min-samples " << min_samples(info, s)
-      << " --epoch-fraction " << s.epoch_fraction;
+  cmd << "env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=" << s.threads;
+  if (!env.aten_cpu_capability.empty())
+    cmd << " ATEN_CPU_CAPABILITY=" << shell_quoted(env.aten_cpu_capability);
+  if (!env.peer_preload.empty()) cmd << " LD_PRELOAD=" << shell_quoted(env.peer_preload);
+  cmd << " " << shell_quoted(peer) << " --case " << info.name << " --threads " << s.threads
+      << " --time " << s.time_seconds << " --warmup " << s.warmup_seconds << " --min-samples "
+      << min_samples(info, s) << " --epoch-fraction " << s.epoch_fraction;
   if (!data_dir.empty()) cmd << " --data-dir " << shell_quoted(data_dir);
   std::fflush(stdout);
   FILE* pipe = popen(cmd.str().c_str(), "r");
@@ -84,6 +103,7 @@ ContenderResult run_peer(const std::string& peer, const CaseInfo& info, const Se
   env.torch_version = j.at("torch_version").get<std::string>();
   env.peer_blas = j.at("blas").get<std::string>();
   env.aten_cpu_capability = j.at("aten_cpu_capability").get<std::string>();
+  env.peer_allocator = j.value("allocator", std::string("unknown"));
   return r;
 }
 

@@ -63,6 +63,10 @@ void print_header(const Settings& s, const Environment& env) {
               << "; ATEN_CPU_CAPABILITY "
               << (env.aten_cpu_capability.empty() ? "unset (ATen's AVX2 kernels)"
                                                   : "= " + env.aten_cpu_capability)
+              << "; allocator "
+              << (env.peer_preload.empty()
+                      ? std::string("glibc malloc (install libtcmalloc-minimal4 for a faster peer)")
+                      : env.peer_preload + " (preloaded)")
               << "\n";
   }
   if (s.epoch_fraction < 1)
@@ -154,6 +158,7 @@ void write_json(const std::string& path, const Settings& s, const Environment& e
                        {"torch_version", env.torch_version},
                        {"peer_blas_loaded", env.peer_blas},
                        {"aten_cpu_capability", env.aten_cpu_capability},
+                       {"peer_allocator", env.peer_allocator},
                        {"openblas_coretype_here", env.openblas_coretype},
                        {"data", env.data}}},
                      {"cases", cases}};
