@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cases.hpp"
+#include "limits.hpp"
 #include "stats.hpp"
 
 namespace glia::bench {
@@ -41,6 +42,7 @@ struct ContenderResult {
 struct CaseResult {
   const CaseInfo* info = nullptr;
   std::vector<ContenderResult> contenders;
+  std::optional<Bound> bound;  // the least time the machine's limits allow a call
 };
 
 // What the report header says about the machine and the peer.

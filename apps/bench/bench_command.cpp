@@ -153,6 +153,7 @@ int run_bench(Settings s) {
 
   CaseContext context{.threads = s.threads, .epoch_fraction = s.epoch_fraction, .data = data.get()};
   std::vector<CaseResult> results;
+  Limits limits(s.threads);
   for (const CaseInfo* info : cases) {
     CaseResult r{.info = info};
     if (!info->jit_case.empty()) {
@@ -165,6 +166,7 @@ int run_bench(Settings s) {
     if (info->has_peer && !env.peer_path.empty())
       r.contenders.push_back(
           run_peer(env.peer_path, *info, s, data && !data->synthetic ? data_dir : "", env));
+    if (info->jit_case.empty()) r.bound = case_bound(*info, limits);
     print_case(r);
     results.push_back(std::move(r));
   }

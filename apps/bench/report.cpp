@@ -86,7 +86,8 @@ void print_case(const CaseResult& r) {
             << pad("deviation", 11) << pad("median", 12) << pad("99th %", 12) << pad("min", 12)
             << pad("max", 12) << pad("memory/call", 13) << pad("allocs/call", 12)
             << (throughput ? pad("images/s", 11) : "")
-            << pad(info.jit_case.empty() ? "vs LibTorch" : "vs JIT cpu", 13) << "\n";
+            << pad(info.jit_case.empty() ? "vs LibTorch" : "vs JIT cpu", 13)
+            << (r.bound ? pad("of bound", 10) : "") << "\n";
   for (const ContenderResult& c : r.contenders) {
     std::cout << pad(c.name, 10, false);
     if (!c.skipped.empty()) {
@@ -103,9 +104,13 @@ void print_case(const CaseResult& r) {
     if (throughput) std::cout << pad(format_count(info.items_per_call / m.median), 11);
     std::optional<double> ratio = ratio_to_peer(r, c);
     std::cout << pad(ratio ? fixed(*ratio, 2) + "x" : "", 13);
+    if (r.bound) std::cout << pad(fixed(100 * r.bound->seconds / m.median, 0) + "%", 10);
     if (!c.note.empty()) std::cout << "  (" << c.note << ")";
     std::cout << "\n";
   }
+  if (r.bound)
+    std::cout << "bound: " << format_seconds(r.bound->seconds) << " a call (" << r.bound->what
+              << "); \"of bound\" = bound / median\n";
 }
 
 void write_json(const std::string& path, const Settings& s, const Environment& env,
@@ -136,14 +141,17 @@ void write_json(const std::string& path, const Settings& s, const Environment& e
         if (r.info->items_per_call > 0) j["images_per_second"] = r.info->items_per_call / m.median;
         if (std::optional<double> ratio = ratio_to_peer(r, c))
           j[r.info->jit_case.empty() ? "ratio_to_libtorch" : "ratio_to_jit"] = *ratio;
+        if (r.bound) j["fraction_of_bound"] = r.bound->seconds / m.median;
         if (!c.note.empty()) j["note"] = c.note;
       }
       contenders.push_back(j);
     }
-    cases.push_back({{"name", r.info->name},
+    nlohmann::json c{{"name", r.info->name},
                      {"description", r.info->description},
                      {"images_per_call", r.info->items_per_call},
-                     {"contenders", contenders}});
+                     {"contenders", contenders}};
+    if (r.bound) c["bound"] = {{"seconds", r.bound->seconds}, {"what", r.bound->what}};
+    cases.push_back(std::move(c));
   }
   nlohmann::json doc{{"settings",
                       {{"threads", s.threads},

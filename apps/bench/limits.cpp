@@ -1,0 +1,169 @@
+// The limits of `glia bench`: oneDNN's GEMM rate on a case's own shapes and a triad's
+// memory bandwidth, measured in the run; the bound of each case from them.
+#include "limits.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "glia/core/error.hpp"
+#include "stats.hpp"
+
+#ifdef GLIA_BENCH_ONEDNN
+#include <dnnl.hpp>
+#endif
+
+namespace glia::bench {
+
+namespace {
+
+constexpr std::int64_t kMnistTrain = 60000;
+
+std::string gflops_text(double flops) { return cat(std::lround(flops / 1e9 * 10) / 10.0); }
+
+// The GEMMs of one training step of batch b. MLP (784-128-10): two forward products, and
+// backward the hidden layer's gradient and both weight gradients (the input needs none).
+// CNN: its convolutions as im2col GEMMs (forward, the input gradient but for the first,
+// the weight gradient; output positions x taps x channels) and its dense layers likewise.
+std::vector<Gemm> step_gemms(const std::string& model, std::int64_t b) {
+  auto dense = [&](std::int64_t in, std::int64_t out, bool input_gradient) {
+    std::vector<Gemm> g = {{b, in, out}, {in, b, out, true, false}};
+    if (input_gradient) g.push_back({b, out, in, false, true});
+    return g;
+  };
+  std::vector<Gemm> all;
+  auto add = [&](const std::vector<Gemm>& g) { all.insert(all.end(), g.begin(), g.end()); };
+  if (model == "mlp") {
+    add(dense(784, 128, false));
+    add(dense(128, 10, true));
+  } else {
+    add({{b * 26 * 26, 9, 32}, {9, b * 26 * 26, 32, true, false}});
+    add({{b * 11 * 11, 288, 64},
+         {b * 11 * 11, 64, 288, false, true},
+         {288, b * 11 * 11, 64, true, false}});
+    add(dense(1600, 128, true));
+    add(dense(128, 10, true));
+  }
+  return all;
+}
+
+// Seconds of an epoch's GEMMs (full batches, then the remainder), and their FLOPs.
+double epoch_gemm_seconds(const CaseInfo& info, Limits& limits, double& flops) {
+  double seconds = 0;
+  flops = 0;
+  auto step = [&](std::int64_t rows, double times) {
+    for (const Gemm& g : step_gemms(info.model, rows)) {
+      seconds += times * limits.gemm_seconds(g);
+      flops += times * g.flops();
+    }
+  };
+  step(info.batch, double(kMnistTrain / info.batch));
+  if (kMnistTrain % info.batch != 0) step(kMnistTrain % info.batch, 1);
+  return seconds;
+}
+
+}  // namespace
+
+#ifdef GLIA_BENCH_ONEDNN
+bool Limits::measures_gemms() const { return true; }
+
+double Limits::gemm_seconds(const Gemm& g) {
+  auto key = std::make_tuple(g.m, g.k, g.n, g.trans_a, g.trans_b);
+  if (auto it = gemm_.find(key); it != gemm_.end()) return it->second;
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  dnnl::memory::desc a({g.m, g.k}, dt::f32, g.trans_a ? tag::ba : tag::ab);
+  dnnl::memory::desc b({g.k, g.n}, dt::f32, g.trans_b ? tag::ba : tag::ab);
+  dnnl::memory::desc c({g.m, g.n}, dt::f32, tag::ab);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine);
+  dnnl::matmul matmul(pd);
+  dnnl::memory am(a, engine), bm(b, engine), cm(c, engine);
+  for (auto* m : {&am, &bm}) {
+    auto* p = static_cast<float*>(m->get_data_handle());
+    std::fill(p, p + m->get_desc().get_size() / sizeof(float), 0.5f);
+  }
+  MeasureOptions options;
+  options.warmup_seconds = 0.05;
+  options.time_seconds = 0.2;
+  options.min_samples = 5;
+  Measurement m = measure(
+      [&] {
+        matmul.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+        stream.wait();
+      },
+      options);
+  double seconds = summarize(m.per_call).median;
+  gemm_[key] = seconds;
+  return seconds;
+}
+#else
+bool Limits::measures_gemms() const { return false; }
+double Limits::gemm_seconds(const Gemm&) { return 0; }
+#endif
+
+double Limits::triad_bandwidth() {
+  if (triad_) return *triad_;
+  const std::size_t n = std::size_t{32} << 20;  // 128 MB an array
+  const int threads = std::max(threads_, 1);
+  std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
+  auto pass = [&](bool init) {
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&, t] {
+        std::size_t lo = n * std::size_t(t) / std::size_t(threads);
+        std::size_t hi = n * std::size_t(t + 1) / std::size_t(threads);
+        if (init) {
+          for (std::size_t i = lo; i < hi; ++i) a[i] = 0, b[i] = 1, c[i] = 2;
+        } else {
+          float* __restrict pa = a.get();
+          const float* __restrict pb = b.get();
+          const float* __restrict pc = c.get();
+          for (std::size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+        }
+      });
+    for (auto& w : workers) w.join();
+  };
+  pass(true);  // first touch on the threads that use the pages
+  double best = 1e30;
+  for (int r = 0; r < 6; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    pass(false);
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  triad_ = 12.0 * double(n) / best;
+  return *triad_;
+}
+
+std::optional<Bound> case_bound(const CaseInfo& info, Limits& limits) {
+  if (info.epoch && limits.measures_gemms()) {
+    double flops = 0;
+    double seconds = epoch_gemm_seconds(info, limits, flops);
+    return Bound{seconds,
+                 cat("the steps' GEMMs", info.model == "cnn" ? " (convolutions as im2col)" : "",
+                     " at oneDNN's rate on their shapes: ", gflops_text(flops), " GFLOP at ",
+                     gflops_text(flops / seconds), " GFLOP/s")};
+  }
+  if (info.name == "mlp_predict_b10000" && limits.measures_gemms()) {
+    double seconds = 0, flops = 0;
+    for (const Gemm& g : {Gemm{info.batch, 784, 128}, Gemm{info.batch, 128, 10}}) {
+      seconds += limits.gemm_seconds(g);
+      flops += g.flops();
+    }
+    return Bound{seconds, cat("its 2 GEMMs at oneDNN's rate on their shapes: ", gflops_text(flops),
+                              " GFLOP at ", gflops_text(flops / seconds), " GFLOP/s")};
+  }
+  if (info.name == "softmax_1m") {
+    double bw = limits.triad_bandwidth();
+    return Bound{8e6 / bw, cat("8 MB read and written at the triad's ",
+                               std::lround(bw / 1e8) / 10.0, " GB/s")};
+  }
+  return std::nullopt;
+}
+
+}  // namespace glia::bench

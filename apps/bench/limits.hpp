@@ -1,0 +1,53 @@
+// The machine's limits, measured in the same run as the cases (issue 14): oneDNN's f32
+// GEMM rate on the shapes a case multiplies, and memory bandwidth by a STREAM-style triad.
+// A case's bound is the least time those limits allow one call: its GEMMs at oneDNN's
+// measured rate (training and large predict), or its bytes at the triad's bandwidth
+// (softmax over 1M); the report prints each contender's fraction of it.
+//   glia::bench::Limits limits(2);
+//   if (auto b = glia::bench::case_bound(info, limits)) std::cout << b->what;
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "cases.hpp"
+
+namespace glia::bench {
+
+// out[m, n] = a[m, k] · b[k, n], a and b read transposed where asked.
+struct Gemm {
+  std::int64_t m = 1, k = 1, n = 1;
+  bool trans_a = false, trans_b = false;
+  double flops() const { return 2.0 * double(m) * double(k) * double(n); }
+  auto key() const { return std::tie(m, k, n, trans_a, trans_b); }
+};
+
+class Limits {
+ public:
+  explicit Limits(int threads) : threads_(threads) {}
+  // Seconds per call of oneDNN's f32 matmul on the shape (the median of repeated calls,
+  // measured once per shape); 0 where glia was built without oneDNN.
+  double gemm_seconds(const Gemm& g);
+  // Bytes per second of a[i] = b[i] + s * c[i] over arrays far larger than the caches, on
+  // the bench's threads (the best of several passes, counting 12 bytes per element).
+  double triad_bandwidth();
+  bool measures_gemms() const;  // built with oneDNN
+
+ private:
+  int threads_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool>, double> gemm_;
+  std::optional<double> triad_;
+};
+
+struct Bound {
+  double seconds = 0;  // per call
+  std::string what;    // how it was reached: "5 GEMMs per step, 24.5 GFLOP at 350 GFLOP/s"
+};
+// The bound of a case, or nullopt where none applies (calls bound by overhead: tiny
+// models, short softmax, batch-1 predict).
+std::optional<Bound> case_bound(const CaseInfo& info, Limits& limits);
+
+}  // namespace glia::bench
