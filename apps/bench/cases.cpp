@@ -20,6 +20,9 @@ const std::vector<CaseInfo>& all_cases() {
       {.name = "tiny_predict", .description = "tiny model: predict on x {2,18}"},
       {.name = "softmax_1k", .description = "softmax over 1,000 f32"},
       {.name = "softmax_1m", .description = "softmax over 1,000,000 f32"},
+      {.name = "adam_update",
+       .description = "Adam update of the MNIST MLP's 101,770 parameters (one optimizer step, "
+                      "in place)"},
       {.name = "mlp_predict_b1",
        .description = "MNIST MLP (784-128 relu-dropout 0.5-10) predict, batch 1",
        .items_per_call = 1,
@@ -190,6 +193,39 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
                   .compile_options = {.cpu = {.threads = context.threads}}});
     Tensor x = uniform_tensor({n == "softmax_1k" ? 1000 : 1000000}, 3);
     c.call = [f, x] { f(x); };
+    c.call();
+  } else if (n == "adam_update") {
+    // The optimizer's step alone, as a training step runs it: parameters and moments
+    // donated and updated in place, the gradients held (read only).
+    Transformation adam = optimizers::adam(1e-3);
+    JitOptions options{.backend = backend,
+                       .name = "adam_update",
+                       .compile_options = {.cpu = {.threads = context.threads}}};
+    auto init = jit([adam](const ExprParamMap& p) { return adam.init(p); }, options);
+    auto step = jit(
+        [adam](const ExprParamMap& p, const ExprParamMap& g, const OptState& state) {
+          auto [updates, next] = adam.update(g, state, p);
+          return std::make_tuple(apply_updates(p, updates), next);
+        },
+        options);
+    struct Held {
+      ParamMap params, grads;
+      TensorOptState state;
+    };
+    auto held = std::make_shared<Held>();
+    held->params = build(cli::mnist_model("mlp")).init(0).params;
+    std::uint32_t seed = 6;
+    for (const auto& [layer, leaves] : held->params)
+      for (const auto& [name, t] : leaves)
+        held->grads[layer][name] = uniform_tensor(t.shape(), seed++);
+    held->state = init(held->params);
+    c.call = [step, held] {
+      ParamMap grads = held->grads;  // shared, so never written
+      auto [params, state] =
+          step.call_donating(std::move(held->params), std::move(grads), std::move(held->state));
+      held->params = std::move(params);
+      held->state = std::move(state);
+    };
     c.call();
   } else if (n == "mlp_predict_b1" || n == "mlp_predict_b128" || n == "mlp_predict_b10000") {
     BuiltModel built = build(cli::mnist_model("mlp"), {.backend = backend});

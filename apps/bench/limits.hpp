@@ -1,8 +1,9 @@
 // The machine's limits, measured in the same run as the cases (issue 14): oneDNN's f32
-// GEMM rate on the shapes a case multiplies, and memory bandwidth by a STREAM-style triad.
-// A case's bound is the least time those limits allow one call: its GEMMs at oneDNN's
-// measured rate (training and large predict), or its bytes at the triad's bandwidth
-// (softmax over 1M); the report prints each contender's fraction of it.
+// GEMM rate on the shapes a case multiplies, and memory bandwidth by a STREAM-style triad
+// over the case's own working-set size. A case's bound is the least time those limits
+// allow one call: its GEMMs at oneDNN's measured rate (training and large predict), or
+// its bytes at the triad's bandwidth (softmax over 1M, the optimizer update); the report
+// prints each contender's fraction of it.
 //   glia::bench::Limits limits(2);
 //   if (auto b = glia::bench::case_bound(info, limits)) std::cout << b->what;
 #pragma once
@@ -31,15 +32,16 @@ class Limits {
   // Seconds per call of oneDNN's f32 matmul on the shape (the median of repeated calls,
   // measured once per shape); 0 where glia was built without oneDNN.
   double gemm_seconds(const Gemm& g);
-  // Bytes per second of a[i] = b[i] + s * c[i] over arrays far larger than the caches, on
-  // the bench's threads (the best of several passes, counting 12 bytes per element).
-  double triad_bandwidth();
+  // Bytes per second of a[i] = b[i] + s * c[i] on the bench's threads over three arrays of
+  // `bytes` in all (12 bytes an element; the best of several passes), measured once per
+  // size: the bandwidth of the cache level (or memory) a working set of that size sits in.
+  double triad_bandwidth(double bytes);
   bool measures_gemms() const;  // built with oneDNN
 
  private:
   int threads_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool>, double> gemm_;
-  std::optional<double> triad_;
+  std::map<std::size_t, double> triad_;  // by element count
 };
 
 struct Bound {

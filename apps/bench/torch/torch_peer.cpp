@@ -142,6 +142,13 @@ Prepared prepare(const Args& a) {
   } else if (n == "softmax_1k" || n == "softmax_1m") {
     torch::Tensor x = torch::rand({n == "softmax_1k" ? 1000 : 1000000});
     p.call = [x] { torch::softmax(x, -1); };
+  } else if (n == "adam_update") {
+    // torch.optim.Adam's step over the MLP's parameters, gradients set once.
+    Mlp net;
+    for (auto& q : net->parameters()) q.mutable_grad() = torch::rand_like(q);
+    auto opt =
+        std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
+    p.call = [net, opt] { opt->step(); };
   } else if (n == "mlp_predict_b1" || n == "mlp_predict_b10000") {
     Mlp net;
     net->eval();
