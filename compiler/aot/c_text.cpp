@@ -3,29 +3,16 @@
 #include <cstdio>
 
 #include "aot/emitter.hpp"
+#include "glia/core/elementwise.hpp"
 #include "glia/core/error.hpp"
 
 namespace glia::aot::detail {
 
 std::string c_type(DType t) {
-  switch (t) {
-    case DType::boolean:
-      return "glia_bool";
-    case DType::u8:
-      return "glia_u8";
-    case DType::u32:
-      return "glia_u32";
-    case DType::i32:
-      return "glia_i32";
-    case DType::i64:
-      return "glia_i64";
-    case DType::f32:
-      return "float";
-    case DType::f64:
-      return "double";
-    default:
-      throw Error(cat("export: no C type for ", dtype_name(t), " values"));
-  }
+  // Exported C has no 16-bit float type.
+  if (t == DType::f16 || t == DType::bf16)
+    throw Error(cat("export: no C type for ", dtype_name(t), " values"));
+  return std::string(ew_storage_type(t));
 }
 
 std::string lit(std::int64_t v) {

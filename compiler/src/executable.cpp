@@ -21,6 +21,9 @@ void check_run_inputs(const Graph& graph, std::span<const Tensor> inputs) {
 
 namespace glia::detail {
 
+namespace {
+
+// The values the program places in output slots, by slot.
 std::vector<ValueId> output_slot_values(const Program& program) {
   std::vector<ValueId> values(static_cast<std::size_t>(program.output_slots));
   for (std::size_t i = 0; i < program.placement.size(); ++i)
@@ -29,15 +32,25 @@ std::vector<ValueId> output_slot_values(const Program& program) {
   return values;
 }
 
-OutputBuffers::OutputBuffers(int slots)
-    : buffers_(std::size_t(slots) * 2), turn_(std::size_t(slots), 0) {}
+}  // namespace
 
-const Tensor& OutputBuffers::next(std::size_t slot, const TensorType& type, Device device) {
-  Tensor* pair = &buffers_[slot * 2];
+RunBinding::RunBinding(const Program& program, Device device)
+    : program_(&program),
+      device_(device),
+      slot_values_(output_slot_values(program)),
+      held_(program.graph.parameters().size()),
+      donated_(program.graph.parameters().size(), 0),
+      slots_(slot_values_.size()),
+      buffers_(slot_values_.size() * 2),
+      turn_(slot_values_.size(), 0) {}
+
+const Tensor& RunBinding::next_buffer(std::size_t s) {
+  Tensor* pair = &buffers_[s * 2];
   for (int j = 0; j < 2; ++j)
     if (pair[j].unique_storage()) return pair[j];
-  Tensor& replaced = pair[turn_[slot] ^= 1];
-  replaced = Tensor::uninitialized(type.dtype, type.shape, device);
+  Tensor& replaced = pair[turn_[s] ^= 1];
+  const TensorType& type = program_->graph.nodes()[std::size_t(slot_values_[s])].type;
+  replaced = Tensor::uninitialized(type.dtype, type.shape, device_);
   return replaced;
 }
 

@@ -1,7 +1,6 @@
 // Internal to the backends that run a Program over buffers of their own (cpu, cuda):
 // what binding a run takes whatever the device — the run/run_donated entry points, a pool
-// of per-run workspaces, the output slots and their buffers, and the outputs collected in
-// the graph's order.
+// of per-run workspaces, and a run's binding of its inputs and outputs.
 #pragma once
 
 #include <memory>
@@ -59,41 +58,70 @@ class WorkspacePool {
   mutable std::vector<std::unique_ptr<Workspace>> free_;
 };
 
-// The values the program places in output slots, by slot.
-std::vector<ValueId> output_slot_values(const Program& program);
-
-// Two buffers per output slot that no donated input takes, used in turn: when a training
-// step's state comes back as the next step's input, the buffer the step before wrote is
-// free again, so a warm step allocates nothing (and on a device its addresses repeat).
-class OutputBuffers {
+// A workspace's binding of one run's inputs and outputs. A donating run holds its inputs
+// and may write over those nobody else holds (on the executable's device). Each output
+// slot takes a donated input's storage where the placement allows, else one of two
+// buffers of its own used in turn: when a training step's state comes back as the next
+// step's input, the buffer the step before wrote is free again, so a warm step allocates
+// nothing (and on a device its addresses repeat).
+class RunBinding {
  public:
-  explicit OutputBuffers(int slots = 0);
-  // A buffer for `slot` nobody else holds: one of its two, or a new one on `device` in
-  // place of the one replaced less recently.
-  const Tensor& next(std::size_t slot, const TensorType& type, Device device);
+  RunBinding() = default;
+  RunBinding(const Program& program, Device device);
+
+  // Input i as the run reads it: the caller's tensor, or the donor's, held until release().
+  const Tensor& input(std::size_t i, std::span<const Tensor> inputs, std::vector<Tensor>* donor) {
+    if (donor == nullptr) return inputs[i];
+    held_[i] = std::move((*donor)[i]);
+    donated_[i] = held_[i].device() == device_ && held_[i].unique_storage();
+    return held_[i];
+  }
+  // The tensor output slot s writes (after every input is bound).
+  const Tensor& output(std::size_t s, bool donating) {
+    const Placement& p = program_->placement[static_cast<std::size_t>(slot_values_[s])];
+    if (donating && p.donor >= 0 && donated_[std::size_t(p.donor)])
+      return slots_[s] = held_[std::size_t(p.donor)];
+    return slots_[s] = next_buffer(s);
+  }
+  ValueId slot_value(std::size_t s) const { return slot_values_[s]; }
+  std::size_t slots() const { return slot_values_.size(); }
+  // The run's outputs in the graph's order: the slots' tensors, inputs returned as they
+  // are (the held ones when donated), and constants as `constant(value id)` gives them.
+  template <class Constant>
+  std::vector<Tensor> outputs(std::span<const Tensor> inputs, bool donating,
+                              const Constant& constant) const {
+    std::vector<Tensor> out;
+    out.reserve(program_->graph.outputs().size());
+    for (ValueId v : program_->graph.outputs()) {
+      const Placement& p = program_->placement[static_cast<std::size_t>(v)];
+      if (p.kind == Placement::Kind::output)
+        out.push_back(slots_[std::size_t(p.index)]);
+      else if (p.kind == Placement::Kind::input)
+        out.push_back(donating ? held_[std::size_t(p.index)] : inputs[std::size_t(p.index)]);
+      else
+        out.push_back(constant(v));
+    }
+    return out;
+  }
+  // Lets go of the run's inputs and outputs, so the workspace holds no caller's tensor.
+  void release() {
+    for (Tensor& t : held_) t = Tensor();
+    for (Tensor& t : slots_) t = Tensor();
+  }
 
  private:
-  std::vector<Tensor> buffers_;      // two per slot
-  std::vector<unsigned char> turn_;  // by slot: which of the two to replace next
-};
+  // One of slot s's two buffers nobody else holds, or a new one in place of the one
+  // replaced less recently.
+  const Tensor& next_buffer(std::size_t s);
 
-// A run's outputs in the graph's order: the slots' tensors, inputs returned as they are
-// (the held ones when donated), and constants as `constant(value id)` gives them.
-template <class Constant>
-std::vector<Tensor> collect_outputs(const Program& program, std::span<const Tensor> slots,
-                                    std::span<const Tensor> inputs, const Constant& constant) {
-  std::vector<Tensor> outputs;
-  outputs.reserve(program.graph.outputs().size());
-  for (ValueId out : program.graph.outputs()) {
-    const Placement& p = program.placement[static_cast<std::size_t>(out)];
-    if (p.kind == Placement::Kind::output)
-      outputs.push_back(slots[std::size_t(p.index)]);
-    else if (p.kind == Placement::Kind::input)
-      outputs.push_back(inputs[std::size_t(p.index)]);
-    else
-      outputs.push_back(constant(out));
-  }
-  return outputs;
-}
+  const Program* program_ = nullptr;
+  Device device_;
+  std::vector<ValueId> slot_values_;    // by output slot
+  std::vector<Tensor> held_;            // by input: a donating run's inputs
+  std::vector<unsigned char> donated_;  // by input: this run may write over it
+  std::vector<Tensor> slots_;           // by output slot: this run's tensor
+  std::vector<Tensor> buffers_;         // two per output slot
+  std::vector<unsigned char> turn_;     // by slot: which of the two to replace next
+};
 
 }  // namespace glia::detail

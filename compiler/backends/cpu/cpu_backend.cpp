@@ -31,11 +31,8 @@ using cpu::ThreadScope;
 // the kernels' states.
 struct Workspace {
   Tensor arena, scratchpad;
-  std::vector<std::byte*> values;      // by value id
-  std::vector<Tensor> held;            // by input: a donating run's inputs
-  std::vector<unsigned char> donated;  // by input: this run may write over it
-  std::vector<Tensor> slots;           // by output slot: this run's buffer
-  OutputBuffers outputs;
+  std::vector<std::byte*> values;                         // by value id
+  RunBinding binding;                                     // this run's inputs and outputs
   std::vector<std::unique_ptr<cpu::KernelState>> states;  // by kernel position
   dnnl::stream stream;  // made once: creating one per run costs more than a tiny kernel
 };
@@ -51,7 +48,6 @@ class CpuExecutable final : public PlacedExecutable {
       realised_.push_back(target.take(program_.graph, k));
       scratchpad_bytes_ = std::max(scratchpad_bytes_, realised_.back()->scratchpad_bytes());
     }
-    slot_values_ = output_slot_values(program_);
     if (const char* p = std::getenv("GLIA_CPU_PROFILE"); p != nullptr && *p != '\0' && *p != '0')
       profile_ = std::make_unique<Profile>(realised_.size());
   }
@@ -83,7 +79,6 @@ class CpuExecutable final : public PlacedExecutable {
   int threads_ = 0;
   Program program_;
   std::vector<std::unique_ptr<CpuKernel>> realised_;  // by kernel position
-  std::vector<ValueId> slot_values_;                  // by output slot
   std::size_t scratchpad_bytes_ = 0;
   struct Profile {
     explicit Profile(std::size_t n) : nanoseconds(n) {}
@@ -111,10 +106,7 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
       ws->values[i] = static_cast<std::byte*>(
           const_cast<void*>(std::get<ConstantAttrs>(g.nodes()[i].attrs).value.raw_data()));
   }
-  ws->held.resize(g.parameters().size());
-  ws->donated.resize(g.parameters().size(), 0);
-  ws->slots.resize(std::size_t(program_.output_slots));
-  ws->outputs = OutputBuffers(program_.output_slots);
+  ws->binding = RunBinding(program_, Device::host());
   ws->stream = dnnl::stream(engine_);
   ws->states.reserve(realised_.size());
   for (const auto& k : realised_) ws->states.push_back(k->make_state());
@@ -126,28 +118,15 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
   const Graph& g = program_.graph;
   std::unique_ptr<Workspace> ws = pool_.take([&] { return make_workspace(); });
   std::byte** values = ws->values.data();
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor* t = &inputs[i];
-    if (donor != nullptr) {
-      ws->held[i] = std::move((*donor)[i]);
-      ws->donated[i] = ws->held[i].unique_storage();
-      t = &ws->held[i];
-    }
+  RunBinding& bind = ws->binding;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
     values[static_cast<std::size_t>(g.parameters()[i])] =
-        static_cast<std::byte*>(const_cast<void*>(t->raw_data()));
-  }
-  for (std::size_t s = 0; s < slot_values_.size(); ++s) {
-    const auto v = static_cast<std::size_t>(slot_values_[s]);
-    const Placement& p = program_.placement[v];
-    if (donor != nullptr && p.donor >= 0 && ws->donated[std::size_t(p.donor)])
-      ws->slots[s] = ws->held[std::size_t(p.donor)];
-    else
-      ws->slots[s] = ws->outputs.next(s, g.nodes()[v].type, Device::host());
-    values[v] = static_cast<std::byte*>(ws->slots[s].raw_data());
-  }
+        static_cast<std::byte*>(const_cast<void*>(bind.input(i, inputs, donor).raw_data()));
+  for (std::size_t s = 0; s < bind.slots(); ++s)
+    values[static_cast<std::size_t>(bind.slot_value(s))] =
+        static_cast<std::byte*>(const_cast<void*>(bind.output(s, donor != nullptr).raw_data()));
   auto release = [&] {
-    for (Tensor& t : ws->held) t = Tensor();
-    for (Tensor& t : ws->slots) t = Tensor();
+    bind.release();
     pool_.give_back(std::move(ws));
   };
   ThreadScope scope(threads_);
@@ -168,9 +147,9 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
         realised_[k]->run(ctx);
       }
     }
-    outputs = collect_outputs(
-        program_, ws->slots, donor != nullptr ? std::span<const Tensor>(ws->held) : inputs,
-        [&](ValueId c) { return std::get<ConstantAttrs>(g.node(c).attrs).value; });
+    outputs = bind.outputs(inputs, donor != nullptr, [&](ValueId c) {
+      return std::get<ConstantAttrs>(g.node(c).attrs).value;
+    });
   } catch (...) {
     release();
     throw;

@@ -69,12 +69,9 @@ struct Workspace {
   Tensor arena, scratch, status;  // device tensors (u8 / i32)
   Pinned status_host;
   std::vector<void*> values;                    // by value id
-  std::vector<Tensor> held;                     // by input: a donating run's inputs
-  std::vector<unsigned char> donated;           // by input: this run may write over it
   std::vector<Tensor> staged;                   // by input: the device copy of a host input
   std::vector<std::unique_ptr<Pinned>> pinned;  // by input: its pinned staging
-  std::vector<Tensor> slots;                    // by output slot: this run's buffer
-  OutputBuffers outputs;
+  RunBinding binding;                           // this run's inputs and outputs
   cublasLtHandle_t cublaslt = nullptr;
   cudnnHandle_t cudnn = nullptr;
   std::vector<Captured> graphs;          // least recently launched first
@@ -132,7 +129,6 @@ class CudaExecutable final : public PlacedExecutable {
       if (p.kind == Placement::Kind::constant)
         constants_[i] = std::get<ConstantAttrs>(g.nodes()[i].attrs).value.to(where_);
     }
-    slot_values_ = output_slot_values(program_);
   }
 
   const Program& program() const override { return program_; }
@@ -161,8 +157,7 @@ class CudaExecutable final : public PlacedExecutable {
   Device where_;
   Program program_;
   cuda::Realised realised_;
-  std::vector<Tensor> constants_;     // by value id: the graph's constants on the device
-  std::vector<ValueId> slot_values_;  // by output slot
+  std::vector<Tensor> constants_;  // by value id: the graph's constants on the device
   std::size_t scratch_bytes_ = 0;
   bool uses_status_ = false, needs_cublaslt_ = false, needs_cudnn_ = false;
   bool graphs_ = true;
@@ -197,12 +192,9 @@ std::unique_ptr<Workspace> CudaExecutable::make_workspace() const {
       ws->values[i] = const_cast<void*>(constants_[i].data_ptr());
   }
   const std::size_t n = g.parameters().size();
-  ws->held.resize(n);
-  ws->donated.resize(n, 0);
   ws->staged.resize(n);
   for (std::size_t i = 0; i < n; ++i) ws->pinned.push_back(std::make_unique<Pinned>());
-  ws->slots.resize(std::size_t(program_.output_slots));
-  ws->outputs = OutputBuffers(program_.output_slots);
+  ws->binding = RunBinding(program_, where_);
   if (needs_cublaslt_) {
     auto status = cuda::cublaslt().cublasLtCreate(&ws->cublaslt);
     check(status == CUBLAS_STATUS_SUCCESS, "cuda: cublasLtCreate failed with status ", int(status));
@@ -292,20 +284,15 @@ std::vector<Tensor> CudaExecutable::execute(std::span<const Tensor> inputs,
   ContextScope scope(device_);
   std::unique_ptr<Workspace> ws = pool_.take([&] { return make_workspace(); });
   const auto& d = driver();
+  RunBinding& bind = ws->binding;
   auto release = [&] {
-    for (Tensor& t : ws->held) t = Tensor();
-    for (Tensor& t : ws->slots) t = Tensor();
+    bind.release();
     pool_.give_back(std::move(ws));
   };
   std::vector<Tensor> outputs;
   try {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const Tensor* t = &inputs[i];
-      if (donor != nullptr) {
-        ws->held[i] = std::move((*donor)[i]);
-        t = &ws->held[i];
-      }
-      ws->donated[i] = donor != nullptr && t->device() == where_ && t->unique_storage();
+      const Tensor* t = &bind.input(i, inputs, donor);
       void* address = nullptr;
       if (t->device() == where_) {
         address = const_cast<void*>(t->data_ptr());
@@ -329,15 +316,9 @@ std::vector<Tensor> CudaExecutable::execute(std::span<const Tensor> inputs,
       }
       ws->values[static_cast<std::size_t>(g.parameters()[i])] = address;
     }
-    for (std::size_t s = 0; s < slot_values_.size(); ++s) {
-      const auto v = static_cast<std::size_t>(slot_values_[s]);
-      const Placement& p = program_.placement[v];
-      if (donor != nullptr && p.donor >= 0 && ws->donated[std::size_t(p.donor)])
-        ws->slots[s] = ws->held[std::size_t(p.donor)];
-      else
-        ws->slots[s] = ws->outputs.next(s, g.nodes()[v].type, where_);
-      ws->values[v] = ws->slots[s].data_ptr();
-    }
+    for (std::size_t s = 0; s < bind.slots(); ++s)
+      ws->values[static_cast<std::size_t>(bind.slot_value(s))] =
+          const_cast<void*>(bind.output(s, donor != nullptr).data_ptr());
     if (uses_status_)
       check_cu(d.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ws->status.data_ptr()), 0, 1,
                                   ws->stream),
@@ -353,9 +334,8 @@ std::vector<Tensor> CudaExecutable::execute(std::span<const Tensor> inputs,
       throw Error(cat("run '", g.name(), "' on ", where_,
                       ": an index out of range in gather or scatter_add (the interpreter and "
                       "the cpu backend name the index)"));
-    outputs = collect_outputs(program_, ws->slots,
-                              donor != nullptr ? std::span<const Tensor>(ws->held) : inputs,
-                              [&](ValueId c) { return constants_[std::size_t(c)]; });
+    outputs = bind.outputs(inputs, donor != nullptr,
+                           [&](ValueId c) { return constants_[std::size_t(c)]; });
   } catch (...) {
     // The stream may hold work that reads these buffers: drain it before they are reused.
     d.cuStreamSynchronize(ws->stream);

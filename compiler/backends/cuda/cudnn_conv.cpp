@@ -13,10 +13,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/cudnn_descriptors.hpp"
 #include "backends/cuda/cudnn_views.hpp"
 #include "backends/cuda/device.hpp"
 #include "glia/core/error.hpp"
@@ -26,12 +26,20 @@ namespace glia::detail::cuda {
 namespace {
 
 using Pass = ConvSpec::Pass;
+using conv::check_dnn;
+using conv::conv_desc;
+using conv::ConvDesc;
+using conv::data_type;
 using conv::Dims;
 using conv::dtype_declines;
+using conv::filter_desc;
+using conv::FilterDesc;
 using conv::Layout;
 using conv::packed_in;
 using conv::packed_strides;
 using conv::settled;
+using conv::tensor_desc;
+using conv::TensorDesc;
 using conv::Views;
 using conv::views_of;
 
@@ -40,99 +48,6 @@ constexpr float kOneF = 1, kZeroF = 0;
 constexpr double kOneD = 1, kZeroD = 0;
 
 std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
-
-void check_dnn(cudnnStatus_t status, const char* what) {
-  if (status != CUDNN_STATUS_SUCCESS)
-    throw Error(cat("cuda: ", what, " failed: ", cudnn().cudnnGetErrorString(status)));
-}
-
-// ---- Descriptors ------------------------------------------------------------------------
-
-struct DestroyTensor {
-  void operator()(cudnnTensorDescriptor_t d) const { cudnn().cudnnDestroyTensorDescriptor(d); }
-};
-struct DestroyFilter {
-  void operator()(cudnnFilterDescriptor_t d) const { cudnn().cudnnDestroyFilterDescriptor(d); }
-};
-struct DestroyConv {
-  void operator()(cudnnConvolutionDescriptor_t d) const {
-    cudnn().cudnnDestroyConvolutionDescriptor(d);
-  }
-};
-using TensorDesc = std::unique_ptr<std::remove_pointer_t<cudnnTensorDescriptor_t>, DestroyTensor>;
-using FilterDesc = std::unique_ptr<std::remove_pointer_t<cudnnFilterDescriptor_t>, DestroyFilter>;
-using ConvDesc = std::unique_ptr<std::remove_pointer_t<cudnnConvolutionDescriptor_t>, DestroyConv>;
-
-std::vector<int> ints(const Ints& v) { return {v.begin(), v.end()}; }
-
-cudnnDataType_t data_type(DType dtype) {
-  switch (dtype) {
-    case DType::f64:
-      return CUDNN_DATA_DOUBLE;
-    case DType::f16:
-      return CUDNN_DATA_HALF;
-    case DType::bf16:
-      return CUDNN_DATA_BFLOAT16;
-    default:
-      return CUDNN_DATA_FLOAT;
-  }
-}
-
-TensorDesc tensor_desc(cudnnDataType_t type, const Dims& v) {
-  cudnnTensorDescriptor_t raw = nullptr;
-  check_dnn(cudnn().cudnnCreateTensorDescriptor(&raw), "cudnnCreateTensorDescriptor");
-  TensorDesc desc(raw);
-  std::vector<int> dims = ints(v.dims), strides = ints(v.strides);
-  check_dnn(
-      cudnn().cudnnSetTensorNdDescriptor(raw, type, int(dims.size()), dims.data(), strides.data()),
-      "cudnnSetTensorNdDescriptor");
-  return desc;
-}
-
-// dims in cuDNN's [K, C, R, S] order whatever the layout.
-FilterDesc filter_desc(cudnnDataType_t type, Layout layout, const Ints& dims) {
-  cudnnFilterDescriptor_t raw = nullptr;
-  check_dnn(cudnn().cudnnCreateFilterDescriptor(&raw), "cudnnCreateFilterDescriptor");
-  FilterDesc desc(raw);
-  std::vector<int> d = ints(dims);
-  check_dnn(cudnn().cudnnSetFilterNdDescriptor(
-                raw, type, layout == Layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-                int(d.size()), d.data()),
-            "cudnnSetFilterNdDescriptor");
-  return desc;
-}
-
-// Cross-correlation (glia's convolution, like XLA's, does not flip the kernel) with the
-// spec's low padding on both ends. f32 is held to FMA math (no TF32: it must agree with
-// the cpu to 1e-4); f16 and bf16 may use tensor ops, and accumulate in f32.
-ConvDesc conv_desc(const ConvSpec& s) {
-  cudnnConvolutionDescriptor_t raw = nullptr;
-  check_dnn(cudnn().cudnnCreateConvolutionDescriptor(&raw), "cudnnCreateConvolutionDescriptor");
-  ConvDesc desc(raw);
-  std::vector<int> pad, stride, dilation;
-  if (s.strides.size() == 1) {  // the unit height
-    pad.push_back(0);
-    stride.push_back(1);
-    dilation.push_back(1);
-  }
-  for (std::size_t i = 0; i < s.strides.size(); ++i) {
-    pad.push_back(int(s.padding_low[i]));
-    stride.push_back(int(s.strides[i]));
-    dilation.push_back(int(s.dilations[i]));
-  }
-  check_dnn(
-      cudnn().cudnnSetConvolutionNdDescriptor(
-          raw, int(pad.size()), pad.data(), stride.data(), dilation.data(), CUDNN_CROSS_CORRELATION,
-          s.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT),
-      "cudnnSetConvolutionNdDescriptor");
-  check_dnn(cudnn().cudnnSetConvolutionGroupCount(raw, int(s.groups)),
-            "cudnnSetConvolutionGroupCount");
-  cudnnMathType_t math = s.dtype == DType::f32   ? CUDNN_FMA_MATH
-                         : s.dtype == DType::f64 ? CUDNN_DEFAULT_MATH
-                                                 : CUDNN_TENSOR_OP_MATH;
-  check_dnn(cudnn().cudnnSetConvolutionMathType(raw, math), "cudnnSetConvolutionMathType");
-  return desc;
-}
 
 // One handle per device for the heuristics, made on first use and kept for the process's
 // life like the primary context it lives on (cudnnCreate costs milliseconds, a program has

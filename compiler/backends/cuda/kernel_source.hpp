@@ -56,7 +56,7 @@ std::vector<GeneratedKernel> pool_kernels(const Graph& graph, const PoolSpec& sp
 std::string pool_declines(const Graph& graph, const PoolSpec& spec);
 std::string pool_fallback(const Graph& graph, ValueId node);
 
-// The pieces the writers share (fused_source.cpp).
+// The pieces the writers share (kernel_text.cpp).
 inline constexpr std::int64_t kMaxBlocks = 1 << 16;  // a grid-stride kernel's most blocks
 std::string int_literal(std::int64_t v);
 // Blocks for a grid-stride kernel over n elements.
@@ -79,6 +79,9 @@ std::string kernel_text(const Graph& graph, const std::string& name,
 // The complete NVRTC source of `kernels`: the element-wise source, the storage helpers,
 // then each kernel's body.
 std::string kernel_program(const std::vector<GeneratedKernel>& kernels);
+
+// f16 and bf16: stored as their bits, computed in float.
+inline bool is_16bit_float(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 // The CUDA type a dtype's elements are stored as (f16 and bf16: their bits, glia_u16),
 // and the one they compute in (f16 and bf16: float).

@@ -25,6 +25,8 @@ class GeneratedLaunch final : public CudaKernel {
       check(k.blocks >= 1 && k.blocks <= std::int64_t{0x7fffffff}, "cuda: kernel ", k.name,
             " asks for ", k.blocks, " blocks");
       l.blocks = static_cast<unsigned>(k.blocks);
+      check(k.params.size() <= kMaxParams, "cuda: kernel ", k.name, " has ", k.params.size(),
+            " parameters, more than ", kMaxParams);
       l.params = k.params;
       l.name = k.name;
       for (ValueId p : k.params) status_ = status_ || p == kStatusParam;
@@ -40,7 +42,6 @@ class GeneratedLaunch final : public CudaKernel {
       // reads the arguments from.
       void* addresses[kMaxParams];
       void* arguments[kMaxParams];
-      check(l.params.size() <= kMaxParams, "cuda: kernel ", l.name, " has too many parameters");
       for (std::size_t i = 0; i < l.params.size(); ++i) {
         ValueId p = l.params[i];
         addresses[i] = p == kScratchParam  ? ctx.scratch

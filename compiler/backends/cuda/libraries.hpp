@@ -55,13 +55,13 @@ namespace glia::detail::cuda {
   X(cuModuleGetFunction)         \
   X(cuLaunchKernel)
 
-#define GLIA_NVRTC_FUNCTIONS(X)                                                         \
-  X(nvrtcVersion)                                                                       \
-  X(nvrtcCreateProgram)                                                                 \
-  X(nvrtcCompileProgram)                                                                \
-  X(nvrtcDestroyProgram)                                                                \
-  X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) \
-      X(nvrtcGetErrorString)
+#define GLIA_NVRTC_FUNCTIONS(X) \
+  X(nvrtcVersion)               \
+  X(nvrtcCreateProgram)         \
+  X(nvrtcCompileProgram)        \
+  X(nvrtcDestroyProgram)        \
+  X(nvrtcGetProgramLogSize)     \
+  X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetErrorString)
 
 #define GLIA_CUBLASLT_FUNCTIONS(X)        \
   X(cublasLtCreate)                       \

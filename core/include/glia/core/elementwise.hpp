@@ -131,6 +131,32 @@ constexpr std::string_view ew_c_type(DType t) {
   return "";
 }
 
+// The type elementwise_math.h names for t's stored elements, for generated C and CUDA
+// source: glia_bool, glia_u8, ..., float, double; f16 and bf16 are stored as their bits
+// (glia_u16).
+constexpr std::string_view ew_storage_type(DType t) {
+  switch (t) {
+    case DType::boolean:
+      return "glia_bool";
+    case DType::u8:
+      return "glia_u8";
+    case DType::u32:
+      return "glia_u32";
+    case DType::i32:
+      return "glia_i32";
+    case DType::i64:
+      return "glia_i64";
+    case DType::f16:
+    case DType::bf16:
+      return "glia_u16";
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+  }
+  return "";
+}
+
 // A row of GLIA_ELEMENTWISE_OPS as data, for code that dispatches on a run-time Op.
 struct EwRow {
   Op op;
