@@ -32,6 +32,11 @@ class FusedBuilder {
   bool is_output(ValueId v) const {
     return std::find(group_.outputs.begin(), group_.outputs.end(), v) != group_.outputs.end();
   }
+  // The domain of the sweep that computes v: a reduction's input, else v itself.
+  std::int64_t domain(ValueId v) const {
+    const Node& nd = node(v);
+    return is_reduction(nd.op) ? graph_.type(nd.inputs[0]).shape.numel() : nd.type.shape.numel();
+  }
   void build_sweep(FusedSpec::Sweep& s, int level, const std::vector<ValueId>& sinks);
   void find_in_place(Kernel& k) const;
 
@@ -57,14 +62,18 @@ Kernel FusedBuilder::build() {
       hard_[std::size_t(index_.at(nd.inputs[0]))] = true;
   }
   // The earliest sweep each member can be computed in: one after the sweep that finishes
-  // any reduction it reads or any value it reads through a view.
+  // any reduction it reads or any value it reads through a view. Sweeps of one level run
+  // in order of their domain's size, so a value read through a view that its level's
+  // sweep of a smaller domain stores is ready in that level (Adam's bias corrections, a
+  // scalar, broadcast over the moments: one sweep over each parameter, not two).
   for (std::size_t i = 0; i < n; ++i) {
     const Node& nd = node(nodes[i]);
     int r = 0;
     for (ValueId in : nd.inputs) {
       if (!member(in)) continue;
       auto j = std::size_t(index_.at(in));
-      bool later = is_reduction(node(in).op) || reads_operand_as_view(nd.op);
+      bool later = is_reduction(node(in).op) ||
+                   (reads_operand_as_view(nd.op) && domain(in) >= nd.type.shape.numel());
       r = std::max(r, ready_[j] + (later ? 1 : 0));
     }
     ready_[i] = r;
@@ -75,15 +84,10 @@ Kernel FusedBuilder::build() {
   k.covered = nodes;
   for (std::size_t i = 0; i < n; ++i)
     if (hard_[i] && !is_output(nodes[i])) k.temporaries.push_back(nodes[i]);
-  // Sweeps by (readiness, domain size), run in order of readiness.
+  // Sweeps by (readiness, domain size), run in that order.
   std::map<std::pair<int, std::int64_t>, std::vector<ValueId>> sinks;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!hard_[i]) continue;
-    const Node& nd = node(nodes[i]);
-    std::int64_t domain =
-        is_reduction(nd.op) ? graph_.type(nd.inputs[0]).shape.numel() : nd.type.shape.numel();
-    sinks[{ready_[i], domain}].push_back(nodes[i]);
-  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (hard_[i]) sinks[{ready_[i], domain(nodes[i])}].push_back(nodes[i]);
   for (auto& [key, list] : sinks) {
     spec_.sweeps.emplace_back();
     spec_.sweeps.back().numel = key.second;

@@ -1,8 +1,11 @@
 // The fused kernels' shortcuts against values computed here: float max and min keeping
 // a NaN wherever it lies (in a row, across threads), scalar operands filled once per
-// run, operands read straight from inputs by several outputs, and a broadcast read by
-// another group moved into it rather than written out.
+// run and passed to binary ops by value (an integer divisor that is a power of two as a
+// shift), tiles shortened for many live buffers, operands read straight from inputs by
+// several outputs, and a broadcast read by another group moved into it rather than
+// written out.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "compiler/cpu_test_util.hpp"
@@ -84,6 +87,64 @@ TEST(FusedExec, ScalarOperandsHoldAcrossTilesAndThreads) {
     for (int i = 0; i < kN; ++i)
       ASSERT_NEAR(y[0].data<float>()[i], std::max(x[std::size_t(i)] * 1.5f - 0.5f, 0.25f), 1e-6)
           << i << " on " << threads;
+  }
+}
+
+// An integer divided by a splat that is a power of two runs as a shift: truncating toward
+// zero for negative dividends as a division does; other divisors (and zero) divide.
+TEST(FusedExec, IntegerDivisionByASplatTruncatesTowardZero) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  constexpr int kN = 3000;
+  std::vector<std::int32_t> a(kN);
+  std::vector<std::uint32_t> u(kN);
+  for (int i = 0; i < kN; ++i) {
+    a[std::size_t(i)] = (i * 7919) % 20011 - 10005;
+    u[std::size_t(i)] = std::uint32_t(i) * 2654435761u;
+  }
+  for (std::int32_t d : {1, 2, 256, 3, 0, -4}) {
+    Graph g = trace(
+        [](const std::vector<Expr>& in) {
+          return std::vector<Expr>{in[0] / broadcast_to(in[1], {kN}),
+                                   in[2] / broadcast_to(cast(in[1], DType::u32), {kN})};
+        },
+        {{DType::i32, {kN}}, {DType::i32, {}}, {DType::u32, {kN}}}, "int_divide");
+    auto y = on_cpu(g, 1,
+                    {Tensor::from<std::int32_t>(a), Tensor::from<std::int32_t>({d}, Shape{}),
+                     Tensor::from<std::uint32_t>(u)});
+    const auto ud = std::uint32_t(d);
+    for (int i = 0; i < kN; ++i) {
+      const std::int32_t x = a[std::size_t(i)];
+      ASSERT_EQ(y[0].data<std::int32_t>()[i], d == 0 ? 0 : d == -1 ? -x : x / d) << x << "/" << d;
+      ASSERT_EQ(y[1].data<std::uint32_t>()[i], ud == 0 ? 0u : u[std::size_t(i)] / ud)
+          << u[std::size_t(i)] << "/" << ud;
+    }
+  }
+}
+
+// Splats on the left (1 - x, 2 / x) and a sweep with more live buffers than fit L1 at
+// the longest tile (shorter tiles), over several tiles and both threads.
+TEST(FusedExec, SplatsOnEitherSideAndManyLiveBuffers) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  constexpr int kN = 100003;
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        std::vector<Expr> t;
+        for (int k = 0; k < 12; ++k) t.push_back(in[0] * double(k + 1) + double(k));
+        Expr acc = 1.0 - t[0];
+        for (int k = 1; k < 12; ++k) acc = acc + 2.0 / (t[k] + 20.0);
+        return std::vector<Expr>{acc};
+      },
+      {{f32, {kN}}}, "splats");
+  std::vector<float> x(kN);
+  for (int i = 0; i < kN; ++i) x[std::size_t(i)] = float(i % 997) / 997.f;
+  for (int threads : {1, 2}) {
+    auto y = on_cpu(g, threads, {Tensor::from<float>(x)});
+    for (int i = 0; i < kN; ++i) {
+      const float v = x[std::size_t(i)];
+      float acc = 1.f - v;
+      for (int k = 1; k < 12; ++k) acc += 2.f / (v * float(k + 1) + float(k) + 20.f);
+      ASSERT_NEAR(y[0].data<float>()[i], acc, 1e-5f) << i << " on " << threads;
+    }
   }
 }
 

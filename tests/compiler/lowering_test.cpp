@@ -2,6 +2,7 @@
 // offers and in what order it falls back when a target declines, the specs' values
 // (matmul strides, epilogues, fused sweeps, direct splits), the schedule, and the
 // placement (arena, outputs, donors). No backend is needed.
+#include <cmath>
 #include <functional>
 
 #include "compiler/cpu_test_util.hpp"
@@ -127,6 +128,38 @@ TEST(Lowering, SoftmaxSweepsAndExtents) {
   for (ValueId t : p.kernels[0].temporaries) {
     EXPECT_EQ(p.placement[std::size_t(t)].kind, Placement::Kind::arena);
     EXPECT_EQ(p.memory.last_use[std::size_t(t)], 0);
+  }
+}
+
+// Adam's shape: a scalar computed in the group (a bias correction) broadcast over the
+// moments. The scalar's sweep (domain 1) runs before the moments' (domain 64) in the
+// same level, so the moment and the update that reads it share one sweep.
+TEST(Lowering, AScalarBroadcastFromASmallerSweepIsReadInTheSameLevel) {
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr c = 1.0 - pow(0.9, cast(in[2] + 1, DType::f32));
+        Expr m = in[1] * 0.9 + in[0] * 0.1;
+        return std::vector<Expr>{m, m / broadcast_to(c, {64})};
+      },
+      {{f32, {64}}, {f32, {64}}, {DType::i64, {}}}, "bias_corrected");
+  Program p = lower(optimize(g), TestTarget(all));
+  ASSERT_EQ(p.kernels.size(), 1u) << p.describe();
+  const auto& f = std::get<FusedSpec>(p.kernels[0].spec);
+  ASSERT_EQ(f.sweeps.size(), 2u) << p.describe();
+  EXPECT_EQ(f.sweeps[0].numel, 1);
+  EXPECT_EQ(f.sweeps[1].numel, 64);
+  int stores = 0;
+  for (const auto& in : f.sweeps[1].code) stores += in.code == FusedSpec::Code::store;
+  EXPECT_EQ(stores, 2);  // the moment and the update
+  std::vector<Tensor> in = {seeded({64}, f32, -1, 1, 3), seeded({64}, f32, -1, 1, 4),
+                            Tensor::from<std::int64_t>({4}, Shape{})};
+  auto cpu = compile_graph(g, default_backend())->run(in);
+  auto ref = interpret(g, in);
+  const float c = 1.f - std::pow(0.9f, 5.f);
+  for (int i = 0; i < 64; ++i) {
+    const float m = in[1].data<float>()[i] * 0.9f + in[0].data<float>()[i] * 0.1f;
+    EXPECT_NEAR(ref[1].data<float>()[i], m / c, 1e-5f) << i;
+    EXPECT_NEAR(cpu[1].data<float>()[i], m / c, 1e-5f) << i;
   }
 }
 

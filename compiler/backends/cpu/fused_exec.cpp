@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -54,9 +55,9 @@ GLIA_SIMD_MATH2(atan2, double)
 namespace glia::detail::cpu::fused {
 
 namespace {
-// Below this many elements a sweep runs on the calling thread: waking the team costs
-// more than the work.
-constexpr std::int64_t kParallelElements = 32 * 1024;
+// Below this much work (elements times Sweep::cost) a sweep runs on the calling thread:
+// waking the team costs more than the work.
+constexpr std::int64_t kParallelWork = 96 * 1024;
 }  // namespace
 
 #pragma GCC push_options

@@ -40,6 +40,59 @@ bool reduce_map(const FusedSpec::Reduction& r, View& v) {
   return to_view(dims, strides, 0, v);
 }
 
+// What an element of an instruction costs against a simple op (a vector add over L1):
+// Threefry's 20 rounds for half a pair, a vector-library call, a divide.
+int cost_of(const Instr& in) {
+  switch (in.code) {
+    case Code::random:
+      return 16;
+    case Code::unary:
+      switch (in.op) {
+        case Op::exp:
+        case Op::expm1:
+        case Op::log:
+        case Op::log1p:
+        case Op::tanh:
+        case Op::logistic:
+        case Op::erf:
+        case Op::sin:
+        case Op::cos:
+          return 8;
+        case Op::sqrt:
+        case Op::rsqrt:
+          return 2;
+        default:
+          return 1;
+      }
+    case Code::binary:
+      return in.op == Op::divide || in.op == Op::pow || in.op == Op::remainder || in.op == Op::atan2
+                 ? 4
+                 : 1;
+    case Code::load:
+      return in.direct || in.scalar >= 0 ? 0 : 1;
+    default:
+      return 1;
+  }
+}
+
+// The tile: the longest (1,024, 512, 256) whose written buffers fit kL1Budget, and the
+// sweep's cost an element.
+void size_tile(Sweep& s) {
+  std::vector<bool> written(std::size_t(s.registers), false);
+  int width = 4;  // bytes of the widest compute type written
+  s.cost = 0;
+  for (const Instr& in : s.code) {
+    s.cost += cost_of(in);
+    if (in.dst < 0 || (in.code == Code::load && (in.direct || in.scalar >= 0))) continue;
+    written[std::size_t(in.dst)] = true;
+    if (dtype_size(in.dtype) == 8) width = 8;
+  }
+  s.cost = std::max(s.cost, 1);
+  const auto buffers = std::count(written.begin(), written.end(), true);
+  s.tile = kTile;
+  while (s.tile > kMinTile && buffers * s.tile * width > kL1Budget) s.tile /= 2;
+}
+
 }  // namespace
 
 std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
@@ -81,6 +134,14 @@ std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
       }
     for (Instr& in : code)
       if (in.code == Code::load) in.direct = in.view.identity && !late[std::size_t(in.dst)];
+    // Binary ops take splats by value.
+    std::vector<int> scalar_of(std::size_t(vregs), -1);
+    for (Instr& in : code) {
+      if (in.code == Code::load) scalar_of[std::size_t(in.dst)] = in.scalar;
+      if (in.code != Code::binary) continue;
+      in.a_scalar = scalar_of[std::size_t(in.a)];
+      in.b_scalar = scalar_of[std::size_t(in.b)];
+    }
     // Registers: each virtual register gets a physical one from its definition to its last
     // use; an instruction's result never shares a register with its operands.
     std::vector<int> last(std::size_t(vregs), -1), phys(std::size_t(vregs), -1);
@@ -113,6 +174,7 @@ std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
     }
     s.code = std::move(code);
     s.registers = count;
+    size_tile(s);
     sweeps.push_back(std::move(s));
   }
   return sweeps;

@@ -1,7 +1,9 @@
 // Internal: a FusedSpec (glia/compiler/program.hpp) as the cpu tile executor runs it. A
-// sweep runs its instructions per tile of kTile consecutive flat indices over registers
-// that are tile buffers; the realisation gives the spec's virtual registers physical ones,
-// fills scalar loads once per run and reads identity loads straight from memory.
+// sweep runs its instructions per tile of consecutive flat indices over registers that
+// are tile buffers; the realisation gives the spec's virtual registers physical ones,
+// fills scalar loads once per run, passes them to binary ops as values, reads identity
+// loads straight from memory, and sizes the tile so that the buffers a tile touches stay
+// in L1.
 #pragma once
 
 #include <array>
@@ -13,14 +15,18 @@
 
 namespace glia::detail::cpu::fused {
 
-// 1,024 elements a tile: each instruction's vector loop long enough to amortise its
-// dispatch (softmax over 1M and over 1,000 ran ~20% faster than with 256), and a f32
-// register of 4 KiB, so a dozen live ones stay within L1 and L2.
+// Tiles of up to 1,024 elements: each instruction's vector loop long enough to amortise
+// its dispatch (softmax over 1M and over 1,000 ran ~20% faster than with 256), shortened
+// (to no less than kMinTile) while the buffers the sweep writes would not fit in
+// kL1Budget: the Adam update's 10 live f32 buffers of 4 KiB each spilled to L2.
 inline constexpr int kTile = 1024;
-// The widest compute type is 8 bytes; one cache line more keeps registers from starting
-// at the same address modulo 4 KiB, where the CPU would take every load from one register
-// as depending on the store just made to another (4K aliasing: a 5-10x slowdown).
-inline constexpr int kRegBytes = kTile * 8 + 64;
+inline constexpr int kMinTile = 256;
+inline constexpr int kL1Budget = 24 * 1024;
+// A register's stride in bytes for a tile: the widest compute type is 8 bytes; one cache
+// line more keeps registers from starting at the same address modulo 4 KiB, where the
+// CPU would take every load from one register as depending on the store just made to
+// another (4K aliasing: a 5-10x slowdown).
+constexpr int register_bytes(int tile) { return tile * 8 + 64; }
 inline constexpr int kMaxViewRank = 16;
 
 // FusedSpec::View in fixed storage, so the tile loops read it without indirection.
@@ -49,6 +55,9 @@ struct Instr {
   // that memory before a store reads it).
   int scalar = -1;
   bool direct = false;
+  // binary: the scalar buffer an operand reads (a splat), passed to the op as a value so
+  // the loop reads one stream less (and a power-of-two integer divisor becomes a shift).
+  int a_scalar = -1, b_scalar = -1;
 };
 
 struct Reduction {
@@ -64,6 +73,10 @@ struct Sweep {
   int registers = 0;
   int scalars = 0;  // scalar buffers after the registers
   std::vector<Reduction> reductions;
+  int tile = kTile;  // elements a tile: a multiple of kMinTile
+  // Work an element costs, in units of a simple op: a sweep worth less than the team's
+  // wake-up runs on the calling thread.
+  int cost = 1;
 };
 
 // Where each value of the program lives in this run, by value id.
