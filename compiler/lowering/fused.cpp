@@ -23,7 +23,8 @@ bool is_alias(Op op) { return op == Op::reshape || op == Op::stop_gradient; }
 
 class FusedBuilder {
  public:
-  FusedBuilder(const Graph& graph, const FusionGroup& group) : graph_(graph), group_(group) {}
+  FusedBuilder(const Graph& graph, const LoweringTarget& target, const FusionGroup& group)
+      : graph_(graph), target_(target), group_(group) {}
   Kernel build();
 
  private:
@@ -37,10 +38,12 @@ class FusedBuilder {
     const Node& nd = node(v);
     return is_reduction(nd.op) ? graph_.type(nd.inputs[0]).shape.numel() : nd.type.shape.numel();
   }
+  void keep_costly_values();
   void build_sweep(FusedSpec::Sweep& s, int level, const std::vector<ValueId>& sinks);
   void find_in_place(Kernel& k) const;
 
   const Graph& graph_;
+  const LoweringTarget& target_;
   const FusionGroup& group_;
   std::unordered_map<ValueId, int> index_;  // members
   std::vector<int> ready_;                  // by member index: the sweep level computing it
@@ -78,6 +81,7 @@ Kernel FusedBuilder::build() {
     }
     ready_[i] = r;
   }
+  if (target_.stores_costly_values()) keep_costly_values();
   Kernel k;
   k.inputs = group_.inputs;
   k.outputs = group_.outputs;
@@ -96,6 +100,22 @@ Kernel FusedBuilder::build() {
   k.spec = std::move(spec_);
   find_in_place(k);
   return k;
+}
+
+// A transcendental value that a later sweep reads (softmax's exponentials, read by the sum
+// and again by the division) is stored by the sweep that computes it and loaded by the
+// later one, rather than computed again there: a store and a load of each element cost
+// less than a vector-library call.
+void FusedBuilder::keep_costly_values() {
+  const std::vector<ValueId>& nodes = group_.nodes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Node& nd = node(nodes[i]);
+    for (ValueId in : nd.inputs) {
+      if (!member(in)) continue;
+      auto j = std::size_t(index_.at(in));
+      if (!hard_[j] && transcendental_op(node(in).op) && ready_[j] < ready_[i]) hard_[j] = true;
+    }
+  }
 }
 
 void FusedBuilder::build_sweep(FusedSpec::Sweep& s, int level, const std::vector<ValueId>& sinks) {
@@ -241,7 +261,7 @@ void lower_fused(LoweringState& state) {
   std::vector<FusionGroup> groups = fusion_groups(g, eligible);
   absorb_broadcasts(g, groups);
   for (const FusionGroup& group : groups)
-    if (!group.nodes.empty()) state.offer(FusedBuilder(g, group).build());
+    if (!group.nodes.empty()) state.offer(FusedBuilder(g, state.target(), group).build());
 }
 
 }  // namespace glia::lowering

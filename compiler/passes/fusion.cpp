@@ -35,6 +35,25 @@ bool reads_operand_as_view(Op op) {
          op == Op::random_bits;
 }
 
+bool transcendental_op(Op op) {
+  switch (op) {
+    case Op::exp:
+    case Op::expm1:
+    case Op::log:
+    case Op::log1p:
+    case Op::tanh:
+    case Op::logistic:
+    case Op::erf:
+    case Op::sin:
+    case Op::cos:
+    case Op::pow:
+    case Op::atan2:
+      return true;
+    default:
+      return false;
+  }
+}
+
 namespace {
 
 class Grouper {

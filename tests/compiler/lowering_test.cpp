@@ -23,7 +23,9 @@ class TestTarget final : public LoweringTarget {
     return accept_(k);
   }
   std::string fallback_reason(const Graph&, ValueId) const override { return "test target"; }
+  bool stores_costly_values() const override { return stores_costly; }
   mutable std::vector<std::string> offered;
+  bool stores_costly = true;
 
  private:
   std::function<bool(const Kernel&)> accept_;
@@ -123,12 +125,28 @@ TEST(Lowering, SoftmaxSweepsAndExtents) {
     }
     EXPECT_EQ(sweep.registers, defined);
   }
-  // The two reductions are kept for the later sweeps: temporaries of this kernel alone.
-  EXPECT_EQ(p.kernels[0].temporaries.size(), 2u);
+  // The two reductions and the exponentials are kept for the later sweeps: temporaries of
+  // this kernel alone; the division's sweep loads the exponentials, it computes none.
+  EXPECT_EQ(p.kernels[0].temporaries.size(), 3u);
   for (ValueId t : p.kernels[0].temporaries) {
     EXPECT_EQ(p.placement[std::size_t(t)].kind, Placement::Kind::arena);
     EXPECT_EQ(p.memory.last_use[std::size_t(t)], 0);
   }
+  auto exps = [](const FusedSpec::Sweep& s) {
+    int n = 0;
+    for (const auto& in : s.code) n += in.code == FusedSpec::Code::unary && in.op == Op::exp;
+    return n;
+  };
+  EXPECT_EQ(exps(f.sweeps[1]), 1);
+  EXPECT_EQ(exps(f.sweeps[2]), 0);
+  // A target that recomputes them (cuda) keeps the reductions alone.
+  TestTarget recompute(all);
+  recompute.stores_costly = false;
+  Program q = lower(optimize(g), recompute);
+  const auto& h = std::get<FusedSpec>(q.kernels.at(0).spec);
+  EXPECT_EQ(q.kernels[0].temporaries.size(), 2u);
+  ASSERT_EQ(h.sweeps.size(), 3u);
+  EXPECT_EQ(exps(h.sweeps[2]), 1);
 }
 
 // Adam's shape: a scalar computed in the group (a bias correction) broadcast over the

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/realise.hpp"
+#include "glia/compiler/fusion.hpp"
 
 namespace glia::detail::cpu {
 
@@ -47,23 +48,7 @@ int cost_of(const Instr& in) {
     case Code::random:
       return 16;
     case Code::unary:
-      switch (in.op) {
-        case Op::exp:
-        case Op::expm1:
-        case Op::log:
-        case Op::log1p:
-        case Op::tanh:
-        case Op::logistic:
-        case Op::erf:
-        case Op::sin:
-        case Op::cos:
-          return 8;
-        case Op::sqrt:
-        case Op::rsqrt:
-          return 2;
-        default:
-          return 1;
-      }
+      return transcendental_op(in.op) ? 8 : in.op == Op::sqrt || in.op == Op::rsqrt ? 2 : 1;
     case Code::binary:
       return in.op == Op::divide || in.op == Op::pow || in.op == Op::remainder || in.op == Op::atan2
                  ? 4

@@ -13,6 +13,9 @@ class CudaTarget final : public LoweringTarget {
   std::string_view name() const override { return "cuda"; }
   bool accepts(const Graph& graph, const Kernel& kernel) const override;
   std::string fallback_reason(const Graph& graph, ValueId node) const override;
+  // A GPU's special-function units compute an exp for less than a store and a reload of
+  // the element through device memory: recomputed (a choice not yet measured on a GPU).
+  bool stores_costly_values() const override { return false; }
 };
 
 }  // namespace glia::detail::cuda

@@ -21,6 +21,10 @@ bool fusible_op(Op op);
 // needs that operand in memory before the sweep that reads it.
 bool reads_operand_as_view(Op op);
 
+// Element-wise ops computed by a vector math library call (exp, log, tanh, pow, ...),
+// each costing what several simple ops do.
+bool transcendental_op(Op op);
+
 struct FusionGroup {
   std::vector<ValueId> nodes;    // in graph order
   std::vector<ValueId> inputs;   // values read from outside the group, first use first
