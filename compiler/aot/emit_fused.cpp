@@ -10,6 +10,7 @@
 #include "aot/emitter.hpp"
 #include "glia/core/elementwise.hpp"
 #include "glia/core/error.hpp"
+#include "lowering/instr_text.hpp"
 
 namespace glia::aot::detail {
 
@@ -226,26 +227,13 @@ std::string emit_fused(Emitter& e, const FusedSpec& spec) {
                                     lit(in.iota_stride), " % ", lit(in.iota_dim), ")"));
           break;
         case Code::unary:
-        case Code::binary: {
-          const EwRow* row = ew_row(in.op);
-          check(row != nullptr, "export: no C function for ", op_name(in.op));
-          std::string args = in.code == Code::unary ? a : cat(a, ", ", b);
-          body +=
-              def(in.dtype, cat("glia_", row->c_stem, "_", ew_c_type(in.dtype), "(", args, ")"));
-          break;
-        }
-        case Code::compare: {
-          const EwRow* row = ew_row(in.op);
-          check(row != nullptr, "export: no C function for ", op_name(in.op));
-          body += def(DType::boolean, cat("glia_", row->c_stem, "_", ew_c_type(in.src_dtype), "(",
-                                          a, ", ", b, ")"));
-          break;
-        }
+        case Code::binary:
         case Code::select:
-          body += def(in.dtype, cat(a, " ? ", b, " : ", c));
-          break;
         case Code::cast:
-          body += def(in.dtype, cat("(", c_type(in.dtype), ")", a));
+          body += def(in.dtype, lowering::computed_value(in, a, b, c, c_type(in.dtype), "export"));
+          break;
+        case Code::compare:
+          body += def(DType::boolean, lowering::computed_value(in, a, b, c, "", "export"));
           break;
         case Code::store:
           body += cat(e.ptr(in.value), "[", flat_expr(nest), "] = ", a, ";\n");

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "compiler/conv_layer_graph.hpp"
 #include "compiler/cpu_test_util.hpp"
 #include "glia/autograd/grad.hpp"
 
@@ -88,11 +89,7 @@ TEST(CpuConv, ChannelsLastWithBiasAndRelu) {
   GLIA_REQUIRE_CPU_BACKEND();
   Graph g = trace(
       [](const std::vector<Expr>& in) {
-        Expr x = transpose(in[0], {0, 3, 1, 2});
-        Expr k = transpose(in[1], {3, 2, 0, 1});
-        Expr y =
-            transpose(conv(x, k, {.padding_low = {1, 1}, .padding_high = {1, 1}}), {0, 2, 3, 1});
-        return std::vector<Expr>{relu(y + broadcast(in[2], y.shape(), {3}))};
+        return std::vector<Expr>{conv_layer_nhwc(in[0], in[1], in[2])};
       },
       {{f32, {3, 10, 9, 5}}, {f32, {3, 3, 5, 8}}, {f32, {8}}}, "nhwc");
   auto exe = expect_cpu_matches_interp(g, seeded_inputs(g), 1e-5, 1e-5);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/conv_layer_graph.hpp"
 #include "compiler/cuda_test_util.hpp"
 #include "glia/autograd/grad.hpp"
 #include "glia/compiler/cuda.hpp"
@@ -22,6 +23,7 @@ namespace {
 
 using Dims = std::vector<std::int64_t>;
 using Pass = ConvSpec::Pass;
+using testing::conv_layer_nhwc;
 
 // Each pass's ConvSpec, checking there is at most one of each.
 std::map<Pass, const ConvSpec*> passes(const Program& p) {
@@ -66,11 +68,7 @@ TEST(CudaConv, AConvLayerAndItsGradientsAreCudnnsThreePasses) {
   // As the conv layer traces it: NHWC input, HWIO kernel, bias and relu after.
   Graph g = trace(
       [](const std::vector<Expr>& in) {
-        Expr x = transpose(in[0], {0, 3, 1, 2});
-        Expr k = transpose(in[1], {3, 2, 0, 1});
-        Expr y =
-            transpose(conv(x, k, {.padding_low = {1, 1}, .padding_high = {1, 1}}), {0, 2, 3, 1});
-        Expr loss = sum(relu(y + broadcast(in[2], y.shape(), {3})) * in[3]);
+        Expr loss = sum(conv_layer_nhwc(in[0], in[1], in[2]) * in[3]);
         std::vector<Expr> out{loss};
         for (const Expr& d : gradients(loss, {in[0], in[1], in[2]})) out.push_back(d);
         return out;
@@ -101,11 +99,7 @@ TEST(CudaConv, AConvLayerAndItsGradientsAreCudnnsThreePasses) {
 TEST(CudaConv, BiasAndReluRunInAFusedKernelAfterTheConvolution) {
   Graph g = trace(
       [](const std::vector<Expr>& in) {
-        Expr x = transpose(in[0], {0, 3, 1, 2});
-        Expr k = transpose(in[1], {3, 2, 0, 1});
-        Expr y =
-            transpose(conv(x, k, {.padding_low = {1, 1}, .padding_high = {1, 1}}), {0, 2, 3, 1});
-        return std::vector<Expr>{relu(y + broadcast(in[2], y.shape(), {3}))};
+        return std::vector<Expr>{conv_layer_nhwc(in[0], in[1], in[2])};
       },
       {{f32, {3, 10, 9, 5}}, {f32, {3, 3, 5, 8}}, {f32, {8}}}, "nhwc");
   Program p;

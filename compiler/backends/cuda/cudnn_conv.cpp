@@ -97,14 +97,20 @@ struct Algorithm {
 };
 
 // The first of the heuristics' results (best first) that ran, is deterministic where
-// asked, keeps f32 on FMA math, and whose workspace fits. The descriptor takes the result's
-// math type (the heuristics rank algorithm and math type together); `workspace(algo,
-// &bytes)` asks for the size under the descriptor as set. What was passed over goes to
-// `tried` when given.
-template <class Perf, class Workspace>
-std::optional<Algorithm> pick_algorithm(const std::vector<Perf>& results, Pass pass, DType dtype,
+// asked, keeps f32 on FMA math, and whose workspace fits. `heuristics(count, &returned,
+// results)` is the pass's _v7 call (named `what`), which lists up to `count` results. The
+// descriptor takes the result's math type (the heuristics rank algorithm and math type
+// together); `workspace(algo, &bytes)` asks for the size under the descriptor as set. What
+// was passed over goes to `tried` when given.
+template <class Perf, class Heuristics, class Workspace>
+std::optional<Algorithm> pick_algorithm(int count, const char* what, Heuristics heuristics,
+                                        Workspace workspace, Pass pass, DType dtype,
                                         bool deterministic_only, cudnnConvolutionDescriptor_t conv,
-                                        Workspace workspace, std::string* tried) {
+                                        std::string* tried) {
+  std::vector<Perf> results(static_cast<std::size_t>(count));
+  int returned = 0;
+  check_dnn(heuristics(count, &returned, results.data()), what);
+  results.resize(std::size_t(std::max(returned, 0)));
   auto passed = [&](const Perf& p, const std::string& why) {
     if (tried != nullptr) *tried += cat(" ", algorithm_name(pass, int(p.algo)), " (", why, ");");
   };
@@ -162,44 +168,35 @@ class CudnnConvolution final : public CudaKernel {
     cudnnFilterDescriptor_t w = filter_.get();
     cudnnConvolutionDescriptor_t c = conv_.get();
     if (pass_ == Pass::forward) {
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> r(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-      int n = 0;
-      check_dnn(dnn.cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, c, y, int(r.size()), &n,
-                                                           r.data()),
-                "cudnnGetConvolutionForwardAlgorithm_v7");
-      r.resize(std::size_t(std::max(n, 0)));
-      a = pick_algorithm(
-          r, pass_, dtype_, deterministic_only, c,
+      a = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, "cudnnGetConvolutionForwardAlgorithm_v7",
+          [&](int k, int* n, cudnnConvolutionFwdAlgoPerf_t* r) {
+            return dnn.cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, c, y, k, n, r);
+          },
           [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* b) {
             return dnn.cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, c, y, algo, b);
           },
-          tried);
+          pass_, dtype_, deterministic_only, c, tried);
     } else if (pass_ == Pass::backward_data) {
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-      int n = 0;
-      check_dnn(dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, c, x, int(r.size()),
-                                                                &n, r.data()),
-                "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      r.resize(std::size_t(std::max(n, 0)));
-      a = pick_algorithm(
-          r, pass_, dtype_, deterministic_only, c,
+      a = pick_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+          [&](int k, int* n, cudnnConvolutionBwdDataAlgoPerf_t* r) {
+            return dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, c, x, k, n, r);
+          },
           [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* b) {
             return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, c, x, algo, b);
           },
-          tried);
+          pass_, dtype_, deterministic_only, c, tried);
     } else {
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-      int n = 0;
-      check_dnn(dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x, y, c, w, int(r.size()),
-                                                                  &n, r.data()),
-                "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      r.resize(std::size_t(std::max(n, 0)));
-      a = pick_algorithm(
-          r, pass_, dtype_, deterministic_only, c,
+      a = pick_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+          [&](int k, int* n, cudnnConvolutionBwdFilterAlgoPerf_t* r) {
+            return dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x, y, c, w, k, n, r);
+          },
           [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* b) {
             return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, c, w, algo, b);
           },
-          tried);
+          pass_, dtype_, deterministic_only, c, tried);
     }
     if (!a) return false;
     algorithm_ = *a;

@@ -14,6 +14,7 @@
 #include "glia/core/elementwise.hpp"
 #include "glia/core/error.hpp"
 #include "glia/core/monoid.hpp"
+#include "lowering/instr_text.hpp"
 
 namespace glia::detail::cuda {
 
@@ -96,25 +97,14 @@ class SweepWriter {
                    "_1, (glia_u64)t);\n");
           break;
         case Code::unary:
-        case Code::binary: {
-          const EwRow* row = ew_row(in.op);
-          check(row != nullptr, "cuda: no element-wise function for ", op_name(in.op));
-          b += def(in.dtype, cat("glia_", row->c_stem, "_", ew_c_type(in.dtype), "(", a,
-                                 in.code == Code::binary ? ", " + bb : "", ")"));
-          break;
-        }
-        case Code::compare: {
-          const EwRow* row = ew_row(in.op);
-          check(row != nullptr, "cuda: no comparison function for ", op_name(in.op));
-          b += def(DType::boolean,
-                   cat("glia_", row->c_stem, "_", ew_c_type(in.src_dtype), "(", a, ", ", bb, ")"));
-          break;
-        }
+        case Code::binary:
         case Code::select:
-          b += def(in.dtype, cat(a, " ? ", bb, " : ", c));
-          break;
         case Code::cast:
-          b += def(in.dtype, cat("(", compute_type(in.dtype), ")", a));
+          b +=
+              def(in.dtype, lowering::computed_value(in, a, bb, c, compute_type(in.dtype), "cuda"));
+          break;
+        case Code::compare:
+          b += def(DType::boolean, lowering::computed_value(in, a, bb, c, "", "cuda"));
           break;
         case Code::store:
           if (stores) b += cat(write(in.value, in.dtype, "t", a), "\n");
