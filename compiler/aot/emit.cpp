@@ -79,6 +79,22 @@ CSource emit_c(const Program& p, const CSourceOptions& options) {
           }
         },
         k.spec);
+    // Values that share arena bytes (an output written in place of an input it reads
+    // element for element) get no restrict: the compiler must not store an element of one
+    // before it loads that element of the other.
+    auto bytes_of = [&](ValueId v) {
+      return g.type(v).shape.numel() * std::int64_t(dtype_size(g.type(v).dtype));
+    };
+    auto shares = [&](ValueId v) {
+      const Placement& a = p.placement[std::size_t(v)];
+      for (ValueId w : e.used) {
+        const Placement& b = p.placement[std::size_t(w)];
+        if (w != v && b.kind == Placement::Kind::arena && a.offset < b.offset + bytes_of(w) &&
+            b.offset < a.offset + bytes_of(v))
+          return true;
+      }
+      return false;
+    };
     std::string decls;
     for (ValueId v : e.used) {
       const Placement& pl = p.placement[std::size_t(v)];
@@ -92,7 +108,8 @@ CSource emit_c(const Program& p, const CSourceOptions& options) {
           constants.insert(v);
           break;
         case Placement::Kind::arena:
-          decls += cat(t, "* restrict ", n, " = (", t, "*)(ws + ", lit(pl.offset), ");\n");
+          decls += cat(t, shares(v) ? "* " : "* restrict ", n, " = (", t, "*)(ws + ",
+                       lit(pl.offset), ");\n");
           break;
         case Placement::Kind::output:
           decls += cat("float* restrict ", n, " = output;\n");

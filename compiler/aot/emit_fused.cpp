@@ -8,6 +8,7 @@
 #include <set>
 
 #include "aot/emitter.hpp"
+#include "glia/core/attrs.hpp"
 #include "glia/core/elementwise.hpp"
 #include "glia/core/error.hpp"
 #include "lowering/instr_text.hpp"
@@ -144,126 +145,152 @@ Nest make_nest(const FusedSpec::Sweep& s) {
 
 }  // namespace
 
+SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool ranged) {
+  const Nest nest = make_nest(s);
+  const std::size_t levels = nest.extent.size();
+  std::vector<std::string> reg_type(std::size_t(s.registers));
+  std::set<ValueId> keys;  // random keys read before the loops
+  std::string pre, body;
+  // Reductions: where each accumulates (level at which a local starts, or levels: array).
+  struct Acc {
+    std::string name, type, t, m;
+    std::size_t level = 0;  // local from this level's loop on; == levels+1: an array
+    std::string result_at;  // the result's index at the level (local)
+  };
+  std::vector<Acc> accs;
+  std::int64_t scratch = 0;
+  std::vector<std::string> opened(levels + 1), closed(levels + 1);
+  for (std::size_t ri = 0; ri < s.reductions.size(); ++ri) {
+    const auto& r = s.reductions[ri];
+    Acc a;
+    a.t = std::string(ew_c_type(r.dtype));
+    a.m = monoid_name(r.op);
+    a.type = cat("glia_", a.m, "_acc_", a.t);
+    a.name = cat("acc", ri);
+    std::vector<std::int64_t> dims, strides;
+    reduction_map(r, dims, strides);
+    const std::string result = e.ptr(r.result);
+    std::size_t level = levels + 1;
+    if (nest.chain) {
+      std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
+      level = levels;
+      while (level > 0 && ls[level - 1] == 0) --level;
+      // A local holds a whole result element only when every outer level is kept.
+      bool outer_kept = true;
+      for (std::size_t l = 0; l < level; ++l) outer_kept = outer_kept && ls[l] != 0;
+      if (level == levels || !outer_kept) level = levels + 1;
+    }
+    if (level <= levels) {
+      std::string idx = "0";
+      std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
+      for (std::size_t l = 0; l < level; ++l)
+        if (ls[l] != 0) idx += cat(" + i", l, ls[l] == 1 ? "" : " * " + lit(ls[l]));
+      opened[level] += cat(a.type, " ", a.name, " = glia_", a.m, "_identity_", a.t, "();\n");
+      closed[level] += cat(result, "[", idx, "] = (", c_type(r.dtype), ")glia_", a.m, "_narrow_",
+                           a.t, "(", a.name, ");\n");
+    } else {
+      const std::string arr = cat("((", a.type, "*)(ws + ", lit(e.scratch_offset + scratch), "))");
+      pre += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", arr, "[q] = glia_", a.m,
+                 "_identity_", a.t, "();\n");
+      closed[0] += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", result, "[q] = (",
+                       c_type(r.dtype), ")glia_", a.m, "_narrow_", a.t, "(", arr, "[q]);\n");
+      a.name = cat(arr, "[", offset_expr(nest, dims, strides, 0), "]");
+      scratch += (r.numel * 8 + 63) / 64 * 64;
+    }
+    a.level = level;
+    accs.push_back(a);
+  }
+  e.scratch_bytes = std::max(e.scratch_bytes, scratch);
+  for (const FusedSpec::Instr& in : s.code) {
+    const std::string d = in.dst >= 0 ? cat("r", in.dst) : "";
+    auto def = [&](DType t, const std::string& value) {
+      reg_type[std::size_t(in.dst)] = c_type(t);
+      return cat("const ", c_type(t), " ", d, " = ", value, ";\n");
+    };
+    const std::string a = cat("r", in.a), b = cat("r", in.b), c = cat("r", in.c);
+    switch (in.code) {
+      case Code::load: {
+        // A scalar read of a constant is its value, which the compiler folds (a divisor
+        // of 256 becomes a shift).
+        const Placement& pl = e.program.placement[std::size_t(in.value)];
+        const Tensor* constant =
+            pl.kind == Placement::Kind::constant && in.view.scalar()
+                ? &std::get<ConstantAttrs>(e.graph().node(in.value).attrs).value
+                : nullptr;
+        const std::string p = constant != nullptr ? "" : e.ptr(in.value);
+        if (in.view.scalar() && constant != nullptr)
+          pre += def(in.dtype, element_literal(*constant, in.view.offset));
+        else if (in.view.scalar())
+          pre += def(in.dtype, cat(p, "[", lit(in.view.offset), "]"));
+        else
+          body += def(
+              in.dtype,
+              cat(p, "[", offset_expr(nest, in.view.dims, in.view.strides, in.view.offset), "]"));
+        break;
+      }
+      case Code::iota:
+        body += def(in.dtype, cat("(", c_type(in.dtype), ")((", flat_expr(nest), ") / ",
+                                  lit(in.iota_stride), " % ", lit(in.iota_dim), ")"));
+        break;
+      case Code::unary:
+      case Code::binary:
+      case Code::select:
+      case Code::cast:
+        body += def(in.dtype, lowering::computed_value(in, a, b, c, c_type(in.dtype), "export"));
+        break;
+      case Code::compare:
+        body += def(DType::boolean, lowering::computed_value(in, a, b, c, "", "export"));
+        break;
+      case Code::store:
+        body += cat(e.ptr(in.value), "[", flat_expr(nest), "] = ", a, ";\n");
+        break;
+      case Code::reduce: {
+        const Acc& acc = accs[std::size_t(in.reduction)];
+        body += cat(acc.name, " = glia_", acc.m, "_combine_", acc.t, "(", acc.name, ", glia_",
+                    acc.m, "_widen_", acc.t, "(", a, "));\n");
+        break;
+      }
+      case Code::random: {
+        const std::string key = cat("key", in.value);
+        if (keys.insert(in.value).second)
+          pre += cat("const uint32_t ", key, "_0 = ", e.ptr(in.value), "[0], ", key,
+                     "_1 = ", e.ptr(in.value), "[1];\n");
+        body += def(in.dtype, cat("glia_random_word(", key, "_0, ", key, "_1, (uint64_t)(",
+                                  flat_expr(nest), "))"));
+        break;
+      }
+    }
+  }
+  // Scalar loads hoisted before the loops may be read by the pre-loop code only after
+  // they are defined: `pre` holds them first (accumulator arrays use none).
+  std::string what;
+  for (const std::string& op : s.ops) what += (what.empty() ? "" : " ") + op;
+  SweepText out;
+  out.outer = levels > 0 ? nest.extent[0] : 1;
+  // Split by its outer loop only where every accumulator is a local inside that loop
+  // (each outer index then owns its results) and nothing runs before or after it.
+  out.splittable = levels > 0;
+  for (const Acc& a : accs) out.splittable = out.splittable && a.level >= 1 && a.level <= levels;
+  std::string text = cat("{ /* sweep ", si, ": ", what, " */\n", pre, opened[0]);
+  for (std::size_t l = 0; l < levels; ++l) {
+    if (l + 1 == levels && e.ivdep && scratch == 0) text += "#pragma GCC ivdep\n";
+    text += l == 0 && ranged && out.splittable ? "for (int64_t i0 = lo; i0 < hi; ++i0) {\n"
+                                               : loop(cat("i", l), nest.extent[l]);
+    if (!nest.chain && l == 0) text += "const int64_t t = i0;\n";
+    text += opened[l + 1];
+  }
+  text += body;
+  for (std::size_t l = levels; l-- > 0;) text += "}\n" + closed[l];
+  if (levels == 0) text += closed[0];
+  text += "}\n";
+  out.text = std::move(text);
+  return out;
+}
+
 std::string emit_fused(Emitter& e, const FusedSpec& spec) {
   std::string out;
-  for (std::size_t si = 0; si < spec.sweeps.size(); ++si) {
-    const FusedSpec::Sweep& s = spec.sweeps[si];
-    if (s.numel == 0) continue;
-    const Nest nest = make_nest(s);
-    const std::size_t levels = nest.extent.size();
-    std::vector<std::string> reg_type(std::size_t(s.registers));
-    std::string pre, body;
-    // Reductions: where each accumulates (level at which a local starts, or levels: array).
-    struct Acc {
-      std::string name, type, t, m;
-      std::size_t level = 0;  // local from this level's loop on; == levels+1: an array
-      std::string result_at;  // the result's index at the level (local)
-    };
-    std::vector<Acc> accs;
-    std::int64_t scratch = 0;
-    std::vector<std::string> opened(levels + 1), closed(levels + 1);
-    for (std::size_t ri = 0; ri < s.reductions.size(); ++ri) {
-      const auto& r = s.reductions[ri];
-      Acc a;
-      a.t = std::string(ew_c_type(r.dtype));
-      a.m = monoid_name(r.op);
-      a.type = cat("glia_", a.m, "_acc_", a.t);
-      a.name = cat("acc", ri);
-      std::vector<std::int64_t> dims, strides;
-      reduction_map(r, dims, strides);
-      const std::string result = e.ptr(r.result);
-      std::size_t level = levels + 1;
-      if (nest.chain) {
-        std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
-        level = levels;
-        while (level > 0 && ls[level - 1] == 0) --level;
-        // A local holds a whole result element only when every outer level is kept.
-        bool outer_kept = true;
-        for (std::size_t l = 0; l < level; ++l) outer_kept = outer_kept && ls[l] != 0;
-        if (level == levels || !outer_kept) level = levels + 1;
-      }
-      if (level <= levels) {
-        std::string idx = "0";
-        std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
-        for (std::size_t l = 0; l < level; ++l)
-          if (ls[l] != 0) idx += cat(" + i", l, ls[l] == 1 ? "" : " * " + lit(ls[l]));
-        opened[level] += cat(a.type, " ", a.name, " = glia_", a.m, "_identity_", a.t, "();\n");
-        closed[level] += cat(result, "[", idx, "] = (", c_type(r.dtype), ")glia_", a.m, "_narrow_",
-                             a.t, "(", a.name, ");\n");
-      } else {
-        const std::string arr =
-            cat("((", a.type, "*)(ws + ", lit(e.scratch_offset + scratch), "))");
-        pre += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", arr, "[q] = glia_", a.m,
-                   "_identity_", a.t, "();\n");
-        closed[0] += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", result, "[q] = (",
-                         c_type(r.dtype), ")glia_", a.m, "_narrow_", a.t, "(", arr, "[q]);\n");
-        a.name = cat(arr, "[", offset_expr(nest, dims, strides, 0), "]");
-        scratch += (r.numel * 8 + 63) / 64 * 64;
-      }
-      a.level = level;
-      accs.push_back(a);
-    }
-    e.scratch_bytes = std::max(e.scratch_bytes, scratch);
-    for (const FusedSpec::Instr& in : s.code) {
-      const std::string d = in.dst >= 0 ? cat("r", in.dst) : "";
-      auto def = [&](DType t, const std::string& value) {
-        reg_type[std::size_t(in.dst)] = c_type(t);
-        return cat("const ", c_type(t), " ", d, " = ", value, ";\n");
-      };
-      const std::string a = cat("r", in.a), b = cat("r", in.b), c = cat("r", in.c);
-      switch (in.code) {
-        case Code::load: {
-          const std::string p = e.ptr(in.value);
-          if (in.view.scalar())
-            pre += def(in.dtype, cat(p, "[", lit(in.view.offset), "]"));
-          else
-            body += def(
-                in.dtype,
-                cat(p, "[", offset_expr(nest, in.view.dims, in.view.strides, in.view.offset), "]"));
-          break;
-        }
-        case Code::iota:
-          body += def(in.dtype, cat("(", c_type(in.dtype), ")((", flat_expr(nest), ") / ",
-                                    lit(in.iota_stride), " % ", lit(in.iota_dim), ")"));
-          break;
-        case Code::unary:
-        case Code::binary:
-        case Code::select:
-        case Code::cast:
-          body += def(in.dtype, lowering::computed_value(in, a, b, c, c_type(in.dtype), "export"));
-          break;
-        case Code::compare:
-          body += def(DType::boolean, lowering::computed_value(in, a, b, c, "", "export"));
-          break;
-        case Code::store:
-          body += cat(e.ptr(in.value), "[", flat_expr(nest), "] = ", a, ";\n");
-          break;
-        case Code::reduce: {
-          const Acc& acc = accs[std::size_t(in.reduction)];
-          body += cat(acc.name, " = glia_", acc.m, "_combine_", acc.t, "(", acc.name, ", glia_",
-                      acc.m, "_widen_", acc.t, "(", a, "));\n");
-          break;
-        }
-        case Code::random:
-          throw Error("export: random bits in a predict function (dropout in train mode?)");
-      }
-    }
-    // Scalar loads hoisted before the loops may be read by the pre-loop code only after
-    // they are defined: `pre` holds them first (accumulator arrays use none).
-    std::string what;
-    for (const std::string& op : s.ops) what += (what.empty() ? "" : " ") + op;
-    std::string text = cat("{ /* sweep ", si, ": ", what, " */\n", pre, opened[0]);
-    for (std::size_t l = 0; l < levels; ++l) {
-      text += loop(cat("i", l), nest.extent[l]);
-      if (!nest.chain && l == 0) text += "const int64_t t = i0;\n";
-      text += opened[l + 1];
-    }
-    text += body;
-    for (std::size_t l = levels; l-- > 0;) text += "}\n" + closed[l];
-    if (levels == 0) text += closed[0];
-    text += "}\n";
-    out += text;
-  }
+  for (std::size_t si = 0; si < spec.sweeps.size(); ++si)
+    if (spec.sweeps[si].numel > 0) out += emit_sweep(e, spec.sweeps[si], si, false).text;
   return out;
 }
 

@@ -35,6 +35,9 @@ struct Emitter {
   std::int64_t scratch_offset = 0;  // workspace bytes before a kernel's own scratch
   std::int64_t scratch_bytes = 0;   // the most scratch one kernel needs
   int temp = 0;                     // counter for unique C names
+  // Fused sweeps' innermost loops marked `#pragma GCC ivdep` (they carry no dependence
+  // through memory where no accumulator array is used).
+  bool ivdep = false;
 
   const Graph& graph() const { return program.graph; }
   std::set<ValueId> used;  // values the kernel being emitted names
@@ -51,6 +54,15 @@ struct Emitter {
 // ---- Kernels (emit_fused.cpp, emit_contraction.cpp, emit_window.cpp) -------------------
 // A kernel's statements (the body of a function of input, output and ws).
 std::string emit_fused(Emitter& e, const FusedSpec& spec);
+// One sweep of a FusedSpec (sweep `index`, for the comment) as a block of statements.
+// `ranged`: a splittable sweep's outer loop runs over [lo, hi) (int64_t variables the
+// caller declares), so that threads may split it; others ignore lo and hi.
+struct SweepText {
+  std::string text;
+  std::int64_t outer = 1;   // the outer loop's extent
+  bool splittable = false;  // outer indices write disjoint results; no workspace
+};
+SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& sweep, std::size_t index, bool ranged);
 std::string emit_matmul(Emitter& e, const Kernel& k, const MatmulSpec& spec);
 std::string emit_conv(Emitter& e, const ConvSpec& spec);
 std::string emit_pool(Emitter& e, const PoolSpec& spec);

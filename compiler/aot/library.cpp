@@ -65,7 +65,7 @@ Built build_library(const std::filesystem::path& dir, const std::string& name,
   Built b;
   b.library = dir / ("lib" + name + ".so");
   b.command = cat(cc, " ", options.flags, " -fPIC -shared -o ", shell_quote(b.library.string()),
-                  " ", shell_quote((dir / (name + ".c")).string()), " -lm");
+                  " ", shell_quote((dir / (name + ".c")).string()), " ", options.libraries);
   std::FILE* pipe = ::popen((b.command + " 2>&1").c_str(), "r");
   check(pipe != nullptr, "export: cannot run the C compiler: ", b.command);
   std::string output;
@@ -73,7 +73,7 @@ Built build_library(const std::filesystem::path& dir, const std::string& name,
   std::size_t n;
   while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
   const int status = ::pclose(pipe);
-  check(status == 0, "export: the C compiler failed (", b.command, "):\n", output);
+  check(status == 0, "the C compiler failed (", b.command, "):\n", output);
   return b;
 }
 

@@ -307,7 +307,9 @@ TEST(Fuzz, CompiledGraphsMatchTheInterpreter) {
       bool runs_all = true;  // a backend that runs only some ops (a test's) skips the others
       for (const glia::Node& n : g.nodes())
         runs_all = runs_all && glia::backend(name).supports(n.op);
-      if (!runs_all) continue;
+      // cpu_compiled (cpu_native_test.cpp) runs the system's C compiler for every graph:
+      // a tenth of the cases.
+      if (!runs_all || (name == "cpu_compiled" && c % 10 != 0)) continue;
       std::vector<Tensor> got = glia::compile_graph(g, name)->run(inputs);
       const bool exact = name == "interp";  // the same reference kernels: rounding of passes only
       ASSERT_EQ(got.size(), want.size()) << name;

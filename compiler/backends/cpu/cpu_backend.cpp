@@ -14,10 +14,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 
 #include <dnnl.hpp>
 
 #include "backends/cpu/cpu_target.hpp"
+#include "backends/cpu/native_module.hpp"
 #include "src/placed_run.hpp"
 
 namespace glia::detail {
@@ -39,8 +41,8 @@ struct Workspace {
 
 class CpuExecutable final : public PlacedExecutable {
  public:
-  CpuExecutable(const Graph& graph, int threads, const dnnl::engine& engine)
-      : engine_(engine), threads_(threads) {
+  CpuExecutable(const Graph& graph, const CompileOptions::Cpu& options, const dnnl::engine& engine)
+      : engine_(engine), threads_(options.threads) {
     ThreadScope scope(threads_);  // oneDNN picks its kernels for the thread count it sees
     cpu::CpuTarget target(engine_);
     program_ = lower(graph, target);
@@ -48,6 +50,7 @@ class CpuExecutable final : public PlacedExecutable {
       realised_.push_back(target.take(program_.graph, k));
       scratchpad_bytes_ = std::max(scratchpad_bytes_, realised_.back()->scratchpad_bytes());
     }
+    compile_fused(graph.name(), options.fused);
     if (const char* p = std::getenv("GLIA_CPU_PROFILE"); p != nullptr && *p != '\0' && *p != '0')
       profile_ = std::make_unique<Profile>(realised_.size());
   }
@@ -74,6 +77,7 @@ class CpuExecutable final : public PlacedExecutable {
   std::vector<Tensor> execute(std::span<const Tensor> inputs,
                               std::vector<Tensor>* donor) const override;
   std::unique_ptr<Workspace> make_workspace() const;
+  void compile_fused(const std::string& name, CompileOptions::Cpu::Fused fused);
 
   dnnl::engine engine_;
   int threads_ = 0;
@@ -87,6 +91,43 @@ class CpuExecutable final : public PlacedExecutable {
   std::unique_ptr<Profile> profile_;
   WorkspacePool<Workspace> pool_;
 };
+
+using Fused = CompileOptions::Cpu::Fused;
+
+Fused fused_mode(Fused option, const std::string& name) {
+  if (option != Fused::automatic) return option;
+  const char* env = std::getenv("GLIA_CPU_FUSED");
+  const std::string v = env != nullptr ? env : "";
+  if (v.empty() || v == "auto" || v == "automatic") return Fused::automatic;
+  if (v == "compiled") return Fused::compiled;
+  if (v == "tile") return Fused::tile;
+  throw Error(cat("compile '", name,
+                  "' on cpu: GLIA_CPU_FUSED must be auto, compiled or tile, got '", v, "'"));
+}
+
+// The fused sweeps worth compiling, as one module for the executable. Where that fails in
+// automatic mode the tile executor runs them (said once per process on stderr); asked for
+// explicitly, the failure is an error.
+void CpuExecutable::compile_fused(const std::string& name, Fused option) {
+  const Fused mode = fused_mode(option, name);
+  if (mode == Fused::tile) return;
+  cpu::NativeModule module;
+  for (const auto& k : realised_) k->offer(program_, mode == Fused::compiled, module);
+  if (module.empty()) return;
+  std::string error;
+  if (module.build(error)) {
+    for (const auto& k : realised_) k->adopt(module);
+    return;
+  }
+  check(mode != Fused::compiled, "compile '", name,
+        "' on cpu: cannot compile its fused kernels: ", error);
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::cerr << "glia: cpu: fused kernels run on the tile executor (set GLIA_CPU_FUSED=tile to "
+                 "silence this): "
+              << error << "\n";
+  });
+}
 
 std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
   const Graph& g = program_.graph;
@@ -168,7 +209,7 @@ class CpuBackend final : public Backend {
     check(options.cpu.threads >= 0, "compile '", graph.name(),
           "' on cpu: threads must be >= 0, got ", options.cpu.threads);
     if (options.verify) verify(graph);
-    return std::make_unique<CpuExecutable>(graph, options.cpu.threads, engine_);
+    return std::make_unique<CpuExecutable>(graph, options.cpu, engine_);
   }
 
  private:

@@ -54,12 +54,6 @@ GLIA_SIMD_MATH2(atan2, double)
 
 namespace glia::detail::cpu::fused {
 
-namespace {
-// Below this much work (elements times Sweep::cost) a sweep runs on the calling thread:
-// waking the team costs more than the work.
-constexpr std::int64_t kParallelWork = 96 * 1024;
-}  // namespace
-
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c")
 namespace isa_avx512 {

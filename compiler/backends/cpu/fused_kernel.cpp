@@ -1,14 +1,17 @@
-// FusedSpecs on the cpu backend's tile executor (fused_exec.cpp): the spec's views in fixed
-// storage, its virtual registers given physical tile buffers (reused once dead), scalar
-// loads filled once per run, identity loads read straight from memory where no store of
-// the tile can overwrite them first.
+// FusedSpecs on the cpu backend: each sweep as C compiled for the machine (native_fused.cpp,
+// native_module.hpp) where it has the work to gain from it, else on the tile executor
+// (fused_exec.cpp): the spec's views in fixed storage, its virtual registers given
+// physical tile buffers (reused once dead), scalar loads filled once per run, identity
+// loads read straight from memory where no store of the tile can overwrite them first.
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include <algorithm>
+#include <set>
 
 #include "backends/cpu/fused_program.hpp"
+#include "backends/cpu/native_module.hpp"
 #include "backends/cpu/realise.hpp"
 #include "glia/compiler/fusion.hpp"
 
@@ -169,9 +172,18 @@ std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
 
 namespace {
 
+// Sweeps with less work than this (elements times Sweep::cost) stay on the tile executor
+// unless every sweep is to be compiled: tests' small graphs then need no compiler run.
+constexpr std::int64_t kCompileWork = 32 * 1024;
+
 class FusedKernel final : public CpuKernel {
  public:
-  explicit FusedKernel(std::vector<fused::Sweep> sweeps) : sweeps_(std::move(sweeps)) {}
+  FusedKernel(const Kernel& kernel, std::vector<fused::Sweep> sweeps)
+      : spec_(std::get<FusedSpec>(kernel.spec)),
+        sweeps_(std::move(sweeps)),
+        native_(sweeps_.size()) {
+    for (const auto& [input, output] : kernel.in_place) in_place_.insert({input, output});
+  }
 
   void run(RunContext& ctx) const override {
     fused::Bindings b{ctx.values};
@@ -180,17 +192,78 @@ class FusedKernel final : public CpuKernel {
 #else
     const int threads = 1;
 #endif
-    for (const fused::Sweep& s : sweeps_) fused::run_sweep(s, b, threads);
+    for (std::size_t i = 0; i < sweeps_.size(); ++i) {
+      const fused::NativeSweep& n = native_[i];
+      if (n.fn == nullptr) {
+        fused::run_sweep(sweeps_[i], b, threads);
+        continue;
+      }
+      const bool wide = n.split && sweeps_[i].numel * sweeps_[i].cost >= fused::kParallelWork;
+      const int team = wide ? int(std::min<std::int64_t>(threads, n.outer)) : 1;
+      if (team <= 1) {
+        n.fn(ctx.values, 0, n.outer);
+        continue;
+      }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(team)
+      {
+        FlushDenormals flush;  // worker threads too (the calling thread's is set by the run)
+        const std::int64_t t = omp_get_thread_num();
+        n.fn(ctx.values, n.outer * t / team, n.outer * (t + 1) / team);
+      }
+#endif
+    }
+  }
+
+  void offer(const Program& program, bool every, NativeModule& module) override {
+    every_ = every;
+    for (std::size_t i = 0; i < sweeps_.size(); ++i) {
+      const std::int64_t work = sweeps_[i].numel * sweeps_[i].cost;
+      if (sweeps_[i].numel == 0 || (!every && work < kCompileWork)) continue;
+      std::string text;
+      auto n = fused::native_sweep(program, spec_, i, in_place_, NativeModule::name(module.next()),
+                                   text);
+      // A large sweep that threads cannot split runs on the tile executor's threads.
+      if (!n || (!every && !n->split && work >= fused::kParallelWork)) continue;
+      n->function = module.add(std::move(text));
+      native_[i] = *n;
+    }
+  }
+
+  void adopt(const NativeModule& module) override {
+    for (fused::NativeSweep& n : native_)
+      if (n.function >= 0) {
+        // A loop the compiler left scalar is slower than the tile executor's vector loops
+        // (a clamp feeding a select, where GCC 12 gives up on if-conversion).
+        if (!every_ && module.scalar(n.function)) continue;
+        n.fn = reinterpret_cast<fused::NativeFn>(module.symbol(n.function));
+        library_ = module.library().filename().string();
+      }
   }
 
   std::string describe() const override {
-    int registers = 0;
-    for (const auto& s : sweeps_) registers = std::max(registers, s.registers + s.scalars);
-    return cat("glia tile executor, ", registers, " tile register(s)");
+    int registers = 0, compiled = 0;
+    for (std::size_t i = 0; i < sweeps_.size(); ++i) {
+      if (native_[i].fn != nullptr) {
+        ++compiled;
+        continue;
+      }
+      registers = std::max(registers, sweeps_[i].registers + sweeps_[i].scalars);
+    }
+    const int total = int(sweeps_.size());
+    if (compiled == total) return cat("compiled C (", library_, ")");
+    std::string tile = cat("glia tile executor, ", registers, " tile register(s)");
+    if (compiled == 0) return tile;
+    return cat("compiled C for ", compiled, " of ", total, " sweeps (", library_, "), ", tile);
   }
 
  private:
+  FusedSpec spec_;
   std::vector<fused::Sweep> sweeps_;
+  std::vector<fused::NativeSweep> native_;  // by sweep: fn null where the tile executor runs it
+  std::set<std::pair<ValueId, ValueId>> in_place_;  // the kernel's (input, output) pairs
+  std::string library_;
+  bool every_ = false;  // every sweep with a C form runs compiled
 };
 
 }  // namespace
@@ -198,7 +271,7 @@ class FusedKernel final : public CpuKernel {
 std::unique_ptr<CpuKernel> realise_fused(const Kernel& kernel) {
   std::vector<fused::Sweep> sweeps = fused::realise_sweeps(std::get<FusedSpec>(kernel.spec));
   if (sweeps.empty()) return nullptr;
-  return std::make_unique<FusedKernel>(std::move(sweeps));
+  return std::make_unique<FusedKernel>(kernel, std::move(sweeps));
 }
 
 }  // namespace glia::detail::cpu

@@ -9,6 +9,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "glia/compiler/program.hpp"
@@ -78,6 +81,27 @@ struct Sweep {
   // wake-up runs on the calling thread.
   int cost = 1;
 };
+
+// Below this much work (elements times Sweep::cost) a sweep runs on the calling thread:
+// waking the team costs more than the work.
+inline constexpr std::int64_t kParallelWork = 96 * 1024;
+
+// A sweep as a C function compiled for this machine (native_module.hpp): over its outer
+// loop's indices [lo, hi), all of them where it is not `split`table.
+using NativeFn = void (*)(std::byte* const* values, std::int64_t lo, std::int64_t hi);
+struct NativeSweep {
+  int function = -1;  // in the executable's NativeModule
+  bool split = false;
+  std::int64_t outer = 1;
+  NativeFn fn = nullptr;  // once the module is built
+};
+// Sweep `index` of `spec` as the C function named `name`, in `text`; nothing where it has
+// no C form here (16-bit floats, accumulators in a workspace). `in_place`: the kernel's
+// (input, output) pairs that may share storage in a run (Kernel::in_place).
+std::optional<NativeSweep> native_sweep(const Program& program, const FusedSpec& spec,
+                                        std::size_t index,
+                                        const std::set<std::pair<ValueId, ValueId>>& in_place,
+                                        const std::string& name, std::string& text);
 
 // Where each value of the program lives in this run, by value id.
 struct Bindings {

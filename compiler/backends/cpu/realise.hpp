@@ -18,6 +18,8 @@ struct stream;
 
 namespace glia::detail::cpu {
 
+class NativeModule;
+
 // What a kernel keeps from run to run in one workspace (runs on different workspaces may
 // be concurrent): e.g. oneDNN memory objects whose data handles it repoints.
 struct KernelState {
@@ -48,6 +50,10 @@ class CpuKernel {
   virtual std::size_t scratchpad_bytes() const { return 0; }
   // State made once per workspace and handed to run() in RunContext::state; null: none.
   virtual std::unique_ptr<KernelState> make_state() const { return nullptr; }
+  // Fused kernels: add the C functions of the sweeps worth compiling (every sweep with a C
+  // form where `every`) to the executable's module, and take them once it is built.
+  virtual void offer(const Program& /*program*/, bool /*every*/, NativeModule& /*module*/) {}
+  virtual void adopt(const NativeModule& /*module*/) {}
 };
 
 // Each realisation: the kernel for the spec, or null where this backend has none for it

@@ -76,6 +76,7 @@ struct BuildOptions {
   std::string compiler;  // empty: find_c_compiler()
   // Flags besides -shared -fPIC; -march=native tunes for (and ties to) this CPU's ISA.
   std::string flags = "-O3 -march=native -std=c11";
+  std::string libraries = "-lm";  // after the source file
 };
 struct Built {
   std::filesystem::path library;  // dir/libNAME.so

@@ -23,6 +23,12 @@ struct CompileOptions {
     // Worker threads (OpenMP's pool, shared with oneDNN) while the executable is compiled
     // and run; 0: the calling thread's setting (glia::cpu::set_threads).
     int threads = 0;
+    // How fused groups run: as C that the system's C compiler builds at compile time
+    // (cached on disk, see cpu_backend.hpp), or on glia's tile executor. automatic:
+    // compiled where a sweep has enough work to gain from it (and the tile executor where
+    // no C compiler runs, with a warning); GLIA_CPU_FUSED=compiled|tile in the environment
+    // overrides automatic.
+    enum class Fused { automatic, compiled, tile } fused = Fused::automatic;
   } cpu;
   // The cuda backend's settings; other backends ignore them.
   struct Cuda {

@@ -139,43 +139,44 @@ typedef GLIA_BOOL glia_bool;
 
 /* ---- Element-wise ops on floats ---------------------------------------------------- */
 
-#define GLIA_EW_FLOAT_OPS(t, T, m)                                                         \
-  GLIA_EW_FN T glia_neg_##t(T x) { return -x; }                                            \
-  GLIA_EW_FN T glia_abs_##t(T x) { return fabs##m(x); }                                    \
-  /* A NaN stays NaN (its payload too); -0 gives +0. */                                    \
-  GLIA_EW_FN T glia_sign_##t(T x) { return x != x ? x : (T)((0 < x) - (x < 0)); }          \
-  GLIA_EW_FN T glia_exp_##t(T x) { return exp##m(x); }                                     \
-  GLIA_EW_FN T glia_expm1_##t(T x) { return expm1##m(x); }                                 \
-  GLIA_EW_FN T glia_log_##t(T x) { return log##m(x); }                                     \
-  GLIA_EW_FN T glia_log1p_##t(T x) { return log1p##m(x); }                                 \
-  GLIA_EW_FN T glia_sqrt_##t(T x) { return sqrt##m(x); }                                   \
-  GLIA_EW_FN T glia_rsqrt_##t(T x) { return (T)1 / sqrt##m(x); }                           \
-  GLIA_EW_FN T glia_tanh_##t(T x) { return tanh##m(x); }                                   \
-  /* Stable on both tails (exp never sees a large positive argument) and branch-free,  */  \
-  /* so vectorising compilers call the vector exp: exp(-|x|) serves both halves. -|x|  */  \
-  /* is written as a select so that a NaN keeps its sign bit: bitwise the same as      */  \
-  /* 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 + exp(x)) otherwise, NaN included.   */  \
-  GLIA_EW_FN T glia_logistic_##t(T x) {                                                    \
-    T e = exp##m(x >= 0 ? -x : x);                                                         \
-    return (x >= 0 ? (T)1 : e) / ((T)1 + e);                                               \
-  }                                                                                        \
-  GLIA_EW_FN T glia_erf_##t(T x) { return erf##m(x); }                                     \
-  GLIA_EW_FN T glia_sin_##t(T x) { return sin##m(x); }                                     \
-  GLIA_EW_FN T glia_cos_##t(T x) { return cos##m(x); }                                     \
-  GLIA_EW_FN T glia_floor_##t(T x) { return floor##m(x); }                                 \
-  GLIA_EW_FN T glia_ceil_##t(T x) { return ceil##m(x); }                                   \
-  /* Half away from zero, as Nx. */                                                        \
-  GLIA_EW_FN T glia_round_##t(T x) { return round##m(x); }                                 \
-  GLIA_EW_FN T glia_add_##t(T a, T b) { return a + b; }                                    \
-  GLIA_EW_FN T glia_subtract_##t(T a, T b) { return a - b; }                               \
-  GLIA_EW_FN T glia_multiply_##t(T a, T b) { return a * b; }                               \
-  GLIA_EW_FN T glia_divide_##t(T a, T b) { return a / b; }                                 \
-  /* The sign of the dividend (C's fmod). */                                               \
-  GLIA_EW_FN T glia_remainder_##t(T a, T b) { return fmod##m(a, b); }                      \
-  GLIA_EW_FN T glia_pow_##t(T a, T b) { return pow##m(a, b); }                             \
-  /* A NaN operand gives NaN (a + b keeps the first NaN's payload). */                     \
-  GLIA_EW_FN T glia_max_##t(T a, T b) { return a != a || b != b ? a + b : a > b ? a : b; } \
-  GLIA_EW_FN T glia_min_##t(T a, T b) { return a != a || b != b ? a + b : a < b ? a : b; } \
+#define GLIA_EW_FLOAT_OPS(t, T, m)                                                            \
+  GLIA_EW_FN T glia_neg_##t(T x) { return -x; }                                               \
+  GLIA_EW_FN T glia_abs_##t(T x) { return fabs##m(x); }                                       \
+  /* A NaN stays NaN (its payload too); -0 gives +0. */                                       \
+  GLIA_EW_FN T glia_sign_##t(T x) { return x != x ? x : (T)((0 < x) - (x < 0)); }             \
+  GLIA_EW_FN T glia_exp_##t(T x) { return exp##m(x); }                                        \
+  GLIA_EW_FN T glia_expm1_##t(T x) { return expm1##m(x); }                                    \
+  GLIA_EW_FN T glia_log_##t(T x) { return log##m(x); }                                        \
+  GLIA_EW_FN T glia_log1p_##t(T x) { return log1p##m(x); }                                    \
+  GLIA_EW_FN T glia_sqrt_##t(T x) { return sqrt##m(x); }                                      \
+  GLIA_EW_FN T glia_rsqrt_##t(T x) { return (T)1 / sqrt##m(x); }                              \
+  GLIA_EW_FN T glia_tanh_##t(T x) { return tanh##m(x); }                                      \
+  /* Stable on both tails (exp never sees a large positive argument) and branch-free,  */     \
+  /* so vectorising compilers call the vector exp: exp(-|x|) serves both halves. -|x|  */     \
+  /* is written as a select so that a NaN keeps its sign bit: bitwise the same as      */     \
+  /* 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 + exp(x)) otherwise, NaN included.   */     \
+  GLIA_EW_FN T glia_logistic_##t(T x) {                                                       \
+    T e = exp##m(x >= 0 ? -x : x);                                                            \
+    return (x >= 0 ? (T)1 : e) / ((T)1 + e);                                                  \
+  }                                                                                           \
+  GLIA_EW_FN T glia_erf_##t(T x) { return erf##m(x); }                                        \
+  GLIA_EW_FN T glia_sin_##t(T x) { return sin##m(x); }                                        \
+  GLIA_EW_FN T glia_cos_##t(T x) { return cos##m(x); }                                        \
+  GLIA_EW_FN T glia_floor_##t(T x) { return floor##m(x); }                                    \
+  GLIA_EW_FN T glia_ceil_##t(T x) { return ceil##m(x); }                                      \
+  /* Half away from zero, as Nx. */                                                           \
+  GLIA_EW_FN T glia_round_##t(T x) { return round##m(x); }                                    \
+  GLIA_EW_FN T glia_add_##t(T a, T b) { return a + b; }                                       \
+  GLIA_EW_FN T glia_subtract_##t(T a, T b) { return a - b; }                                  \
+  GLIA_EW_FN T glia_multiply_##t(T a, T b) { return a * b; }                                  \
+  GLIA_EW_FN T glia_divide_##t(T a, T b) { return a / b; }                                    \
+  /* The sign of the dividend (C's fmod). */                                                  \
+  GLIA_EW_FN T glia_remainder_##t(T a, T b) { return fmod##m(a, b); }                         \
+  GLIA_EW_FN T glia_pow_##t(T a, T b) { return pow##m(a, b); }                                \
+  /* A NaN operand gives NaN (a + b keeps the first NaN's payload). */                        \
+  /* `|`, not `||`: no branch, so that loops over them vectorise. */                          \
+  GLIA_EW_FN T glia_max_##t(T a, T b) { return (a != a) | (b != b) ? a + b : a > b ? a : b; } \
+  GLIA_EW_FN T glia_min_##t(T a, T b) { return (a != a) | (b != b) ? a + b : a < b ? a : b; } \
   GLIA_EW_FN T glia_atan2_##t(T a, T b) { return atan2##m(a, b); }
 
 /* ---- Element-wise ops on integers -------------------------------------------------- */
@@ -358,25 +359,29 @@ GLIA_EW_FN float glia_f32_from_f16(glia_u16 h) {
 /* ---- Threefry-2x32 ----------------------------------------------------------------- */
 
 /* Salmon et al., "Parallel random numbers: as easy as 1, 2, 3" (Random123's R_32x2
- * rotations, a key injection after every fourth of 20 rounds); JAX's PRNG block. */
+ * rotations, a key injection after every fourth of 20 rounds); JAX's PRNG block. The
+ * rounds are written out, with no loop or branch, so that compilers vectorise a loop
+ * that calls this over counters (GCC does not, while the rounds are a loop). */
+#define GLIA_EW_TF_ROUND_(r)             \
+  x0 += x1;                              \
+  x1 = (x1 << (r)) | (x1 >> (32 - (r))); \
+  x1 ^= x0;
+#define GLIA_EW_TF_FOUR_(a, b, c, d, s)                                             \
+  GLIA_EW_TF_ROUND_(a)                                                              \
+  GLIA_EW_TF_ROUND_(b) GLIA_EW_TF_ROUND_(c) GLIA_EW_TF_ROUND_(d) x0 += ks[(s) % 3]; \
+  x1 += ks[((s) + 1) % 3] + (glia_u32)(s);
 GLIA_EW_FN glia_u64 glia_threefry2x32(glia_u32 k0, glia_u32 k1, glia_u32 c0, glia_u32 c1) {
-  const int rotation[8] = {13, 15, 26, 6, 17, 29, 16, 24};
   const glia_u32 ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
   glia_u32 x0 = c0 + k0, x1 = c1 + k1;
-  int round;
-  for (round = 0; round < 20; ++round) {
-    const int r = rotation[round % 8];
-    x0 += x1;
-    x1 = (x1 << r) | (x1 >> (32 - r));
-    x1 ^= x0;
-    if (round % 4 == 3) { /* key injection s = 1..5 */
-      const glia_u32 s = (glia_u32)(round / 4 + 1);
-      x0 += ks[s % 3];
-      x1 += ks[(s + 1) % 3] + s;
-    }
-  }
+  GLIA_EW_TF_FOUR_(13, 15, 26, 6, 1)
+  GLIA_EW_TF_FOUR_(17, 29, 16, 24, 2)
+  GLIA_EW_TF_FOUR_(13, 15, 26, 6, 3)
+  GLIA_EW_TF_FOUR_(17, 29, 16, 24, 4)
+  GLIA_EW_TF_FOUR_(13, 15, 26, 6, 5)
   return (glia_u64)x0 | ((glia_u64)x1 << 32);
 }
+#undef GLIA_EW_TF_FOUR_
+#undef GLIA_EW_TF_ROUND_
 GLIA_EW_FN glia_u32 glia_random_word(glia_u32 k0, glia_u32 k1, glia_u64 i) {
   glia_u64 j = i >> 1;
   glia_u64 r = glia_threefry2x32(k0, k1, (glia_u32)(j >> 32), (glia_u32)j);

@@ -1,0 +1,210 @@
+// The native module: the source file around the functions, the cache key, the compiler
+// run (aot::build_library), and loading.
+#include "backends/cpu/native_module.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "glia/compiler/aot.hpp"
+#include "glia/core/elementwise.hpp"
+#include "glia/core/error.hpp"
+#include "glia/core/hash.hpp"
+
+#ifndef GLIA_VERSION
+#define GLIA_VERSION "unknown"
+#endif
+
+namespace glia::detail::cpu {
+
+namespace {
+
+// -fno-math-errno: sqrt and the vector library's calls vectorise (a negative gives NaN
+// either way), as in the tile executor's own build.
+constexpr const char* kFlags = "-O3 -march=native -std=gnu11 -fno-math-errno";
+
+// The head of every module: the C library, glia's element-wise math, and (with glibc's
+// vector math library) its functions declared with GCC's `simd` attribute so that loops
+// calling them vectorise into libmvec's variants, within 4 ulp, as the tile executor's do.
+std::string prelude() {
+  std::string s =
+      "/* glia: fused kernels compiled for this machine (compiler/backends/cpu). */\n"
+      "#include <math.h>\n#include <stdint.h>\n";
+#ifdef GLIA_HAVE_LIBMVEC
+  s += "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n";
+  for (const char* f : {"exp", "expm1", "log", "log1p", "tanh", "erf", "sin", "cos"})
+    s += cat("float ", f, "f(float) __attribute__((simd(\"notinbranch\")));\n", "double ", f,
+             "(double) __attribute__((simd(\"notinbranch\")));\n");
+  for (const char* f : {"pow", "atan2"})
+    s += cat("float ", f, "f(float, float) __attribute__((simd(\"notinbranch\")));\n", "double ", f,
+             "(double, double) __attribute__((simd(\"notinbranch\")));\n");
+  s += "#endif\n";
+#endif
+  return s + std::string(elementwise_source()) + "\n";
+}
+
+std::string libraries() {
+#ifdef GLIA_HAVE_LIBMVEC
+  return "-lmvec -lm";
+#else
+  return "-lm";
+#endif
+}
+
+// What ties a library to this machine besides its source: the CPU's model and features
+// (-march=native), read once.
+const std::string& machine_key() {
+  static const std::string key = [] {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(f, line) && (model.empty() || flags.empty())) {
+      if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+      if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+    }
+    return model + "\n" + flags;
+  }();
+  return key;
+}
+
+std::string environment(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+std::mutex& load_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+std::filesystem::path native_cache_dir() {
+  if (std::string d = environment("GLIA_CPU_CACHE"); !d.empty()) return d;
+  if (std::string x = environment("XDG_CACHE_HOME"); !x.empty())
+    return std::filesystem::path(x) / "glia" / "cpu";
+  if (std::string h = environment("HOME"); !h.empty())
+    return std::filesystem::path(h) / ".cache" / "glia" / "cpu";
+  return std::filesystem::temp_directory_path() / cat("glia-cpu-", ::getuid());
+}
+
+std::string NativeModule::name(int index) { return cat("glia_fn", index); }
+
+int NativeModule::add(std::string function) {
+  functions_.push_back(std::move(function));
+  return int(functions_.size()) - 1;
+}
+
+void* NativeModule::symbol(int index) const { return symbols_.at(std::size_t(index)); }
+
+bool NativeModule::build(std::string& error) {
+  // The source, and the line of each function's innermost loops (after `ivdep`).
+  std::string source = prelude();
+  std::map<long, int> loops;  // line -> function
+  for (std::size_t i = 0; i < functions_.size(); ++i) {
+    source += "\n";
+    long line = 1 + long(std::count(source.begin(), source.end(), '\n'));
+    std::istringstream text(functions_[i]);
+    for (std::string l; std::getline(text, l); ++line)
+      if (l.find("#pragma GCC ivdep") != std::string::npos) loops[line + 1] = int(i);
+    source += functions_[i];
+  }
+  const std::string compiler = aot::find_c_compiler();
+  if (compiler.empty()) {
+    error = "no C compiler found (set CC, or install cc, gcc or clang)";
+    return false;
+  }
+  std::uint64_t h = kFnv1aBasis;
+  for (const std::string& part : {source, compiler, std::string(kFlags), libraries(), machine_key(),
+                                  std::string(GLIA_VERSION)})
+    h = fnv1a(fnv1a(h, part.data(), part.size()), "\n", 1);
+  const std::filesystem::path dir = native_cache_dir();
+  const std::string stem = "glia_" + hash_hex(h);
+  library_ = dir / (stem + ".so");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    error = cat("cannot create the kernel cache ", dir.string(), ": ", ec.message());
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(load_mutex());
+  void* handle = nullptr;
+  if (std::filesystem::exists(library_, ec))
+    handle = ::dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    // Built under a name of this process's own, then renamed into place: a concurrent
+    // build of the same module, or a crash mid-build, never leaves a torn library.
+    static std::atomic<int> counter{0};
+    const std::string temp = cat(stem, "_", ::getpid(), "_", counter++);
+    {
+      std::ofstream f(dir / (temp + ".c"), std::ios::binary);
+      f << source;
+      if (!f.good()) {
+        error = cat("cannot write ", (dir / (temp + ".c")).string());
+        return false;
+      }
+    }
+    try {
+      // GCC says which loops it could not vectorise (clang takes no -fopt-info).
+      std::string flags = kFlags;
+      if (compiler.find("clang") == std::string::npos)
+        flags += " -fopt-info-vec-missed=" + (dir / (temp + ".vec")).string();
+      aot::build_library(dir, temp, {compiler, flags, libraries()});
+    } catch (const Error& e) {
+      error = e.what();
+      std::filesystem::remove(dir / (temp + ".c"), ec);
+      return false;
+    }
+    {
+      std::ifstream report(dir / (temp + ".vec"));
+      std::ofstream scalar(dir / (temp + ".scalar"));
+      for (std::string l; std::getline(report, l);) {
+        // "glia_<hash>_<pid>_<n>.c:454:5: missed: couldn't vectorize loop"
+        const std::size_t at = l.find(".c:");
+        if (at == std::string::npos || l.find("couldn't vectorize loop") == std::string::npos)
+          continue;
+        auto it = loops.find(std::strtol(l.c_str() + at + 3, nullptr, 10));
+        if (it != loops.end()) scalar << it->second << "\n";
+      }
+    }
+    std::filesystem::remove(dir / (temp + ".vec"), ec);
+    std::filesystem::rename(dir / (temp + ".scalar"), dir / (stem + ".scalar"), ec);
+    std::filesystem::rename(dir / (temp + ".c"), dir / (stem + ".c"), ec);
+    std::filesystem::rename(dir / ("lib" + temp + ".so"), library_, ec);
+    if (ec) {
+      error = cat("cannot move the compiled kernels to ", library_.string(), ": ", ec.message());
+      return false;
+    }
+    compiled_ = true;
+    handle = ::dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
+  if (handle == nullptr) {
+    const char* why = ::dlerror();
+    error = cat("cannot load ", library_.string(), ": ", why != nullptr ? why : "dlopen failed");
+    return false;
+  }
+  // The functions whose loops stayed scalar, from the report kept beside the library.
+  scalar_.assign(functions_.size(), false);
+  std::ifstream scalar(dir / (stem + ".scalar"));
+  for (int i; scalar >> i;)
+    if (i >= 0 && std::size_t(i) < scalar_.size()) scalar_[std::size_t(i)] = true;
+  // The library stays loaded for the process's life: executables hold its functions.
+  symbols_.clear();
+  for (std::size_t i = 0; i < functions_.size(); ++i) {
+    void* s = ::dlsym(handle, name(int(i)).c_str());
+    if (s == nullptr) {
+      error = cat(library_.string(), " has no ", name(int(i)));
+      return false;
+    }
+    symbols_.push_back(s);
+  }
+  return true;
+}
+
+}  // namespace glia::detail::cpu

@@ -1,0 +1,269 @@
+// The cpu backend's fused sweeps compiled to C by the system's compiler: a test backend
+// `cpu_compiled` (the cpu backend with every sweep compiled) joins the op suite and the
+// fuzz through the registry; here, large sweeps compiled in automatic mode and split
+// between threads by their outer loop, against the interpreter; the disk cache (a
+// second compile loads, a corrupt library is rebuilt); and no compiler (the tile
+// executor runs, or an error where compiled kernels were asked for).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "compiler/cpu_test_util.hpp"
+#include "glia/compiler/aot.hpp"
+#include "glia/compiler/registry.hpp"
+#include "glia/core/threefry.hpp"
+
+namespace glia::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CompiledCpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu_compiled"; }
+  bool supports(Op op) const override { return cpu_backend_built() && backend("cpu").supports(op); }
+  std::string unavailable() const override {
+    if (!cpu_backend_built()) return "glia was built without oneDNN";
+    if (aot::find_c_compiler().empty()) return "no C compiler (set CC)";
+    return "";
+  }
+  std::unique_ptr<Executable> compile(const Graph& graph,
+                                      const CompileOptions& options) const override {
+    CompileOptions o = options;
+    o.cpu.fused = CompileOptions::Cpu::Fused::compiled;
+    return backend("cpu").compile(graph, o);
+  }
+};
+
+[[maybe_unused]] const bool registered = [] {
+  register_backend("cpu_compiled", [] { return std::make_unique<CompiledCpuBackend>(); });
+  return true;
+}();
+
+// Sets an environment variable for a scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    had_ = std::getenv(name) != nullptr;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      ::setenv(name_, old_.c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// GLIA_CPU_CACHE at a fresh directory for one test, removed after it.
+class ScopedCache {
+ public:
+  explicit ScopedCache(const std::string& test)
+      : dir_(fs::temp_directory_path() / cat("glia_native_", test, "_", ::getpid())),
+        env_("GLIA_CPU_CACHE", (fs::remove_all(dir_), dir_.string())) {}
+  ~ScopedCache() { fs::remove_all(dir_); }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+  ScopedEnv env_;
+};
+
+int count_files(const fs::path& dir, const std::string& extension) {
+  int n = 0;
+  if (!fs::exists(dir)) return 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == extension;
+  return n;
+}
+
+// Adam's update over n elements: three outputs from four inputs and scalar constants.
+Graph adam_like(std::int64_t n) {
+  return trace(
+      [](const std::vector<Expr>& in) {
+        Expr m = in[1] * 0.9 + in[3] * 0.1;
+        Expr v = in[2] * 0.999 + in[3] * in[3] * 0.001;
+        Expr p = in[0] - (m / 0.1) / (sqrt(v / 0.001) + 1e-8) * 0.01;
+        return std::vector<Expr>{p, m, v};
+      },
+      {{f32, {n}}, {f32, {n}}, {f32, {n}}, {f32, {n}}}, "adam_like");
+}
+
+std::vector<Tensor> adam_inputs(std::int64_t n) {
+  std::vector<Tensor> in;
+  for (int k = 0; k < 4; ++k) {
+    std::vector<float> x(std::size_t(n), 0.f);
+    for (std::int64_t i = 0; i < n; ++i)
+      x[std::size_t(i)] = float((i * (7 + 2 * k)) % 101) / 101.f - (k == 3 ? 0.5f : 0.f);
+    in.push_back(Tensor::from<float>(x));
+  }
+  return in;
+}
+
+std::unique_ptr<Executable> on_cpu(
+    const Graph& g, int threads,
+    CompileOptions::Cpu::Fused fused = CompileOptions::Cpu::Fused::automatic) {
+  CompileOptions o;
+  o.cpu.threads = threads;
+  o.cpu.fused = fused;
+  return compile_graph(g, "cpu", o);
+}
+
+void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double rtol,
+                  double atol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(allclose(got[i], want[i], rtol, atol)) << "output " << i;
+}
+
+#define GLIA_REQUIRE_C_COMPILER() \
+  if (aot::find_c_compiler().empty()) GTEST_SKIP() << "no C compiler (set CC)"
+
+TEST(CpuNative, LargeSweepsRunCompiledAndSplitBetweenThreads) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("large");
+  constexpr std::int64_t kN = 100003;  // two threads' halves of unequal length
+  Graph g = adam_like(kN);
+  auto inputs = adam_inputs(kN);
+  std::vector<Tensor> want = interpret(g, inputs);
+  for (int threads : {1, 2}) {
+    auto exe = on_cpu(g, threads);
+    EXPECT_EQ(count_text(exe->describe(), "compiled C"), 1) << exe->describe();
+    expect_close(exe->run(inputs), want, 1e-5, 1e-6);
+  }
+  // Rows: a row-wise softmax whose reductions are kept by the outer loop, split by rows.
+  constexpr std::int64_t kRows = 301, kCols = 517;
+  Graph s = trace(
+      [](const std::vector<Expr>& in) {
+        Expr e = exp(in[0] - broadcast_to(reduce_max(in[0], {1}, true), {kRows, kCols}));
+        return std::vector<Expr>{e / broadcast_to(sum(e, {1}, true), {kRows, kCols})};
+      },
+      {{f32, {kRows, kCols}}}, "softmax_rows");
+  std::vector<float> x(std::size_t(kRows * kCols));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 613) / 61.f - 5.f;
+  std::vector<Tensor> xs{Tensor::from<float>(x, Shape{kRows, kCols})};
+  auto exe = on_cpu(s, 2);
+  EXPECT_GE(count_text(exe->describe(), "compiled C"), 1) << exe->describe();
+  expect_close(exe->run(xs), interpret(s, xs), 1e-5, 1e-7);
+}
+
+// Donated inputs taken crosswise by outputs (the new moment written over the parameter
+// that the same element still reads): each element's loads come before its stores.
+TEST(CpuNative, OutputsWrittenOverDonatedInputsReadTheirElementsFirst) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("donated");
+  constexpr std::int64_t kN = 100000;
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr m = in[1] * 0.9 + in[3] * 0.1;
+        Expr v = in[2] * 0.999 + in[3] * in[3] * 0.001;
+        Expr p = in[0] - (m / 0.1) / (sqrt(v / 0.001) + 1e-8) * 0.01;
+        return std::vector<Expr>{m, v, p};  // m first: it takes the parameter's storage
+      },
+      {{f32, {kN}}, {f32, {kN}}, {f32, {kN}}, {f32, {kN}}}, "adam_crosswise");
+  auto inputs = adam_inputs(kN);
+  std::vector<Tensor> want = interpret(g, inputs);
+  for (int threads : {1, 2}) {
+    auto exe = on_cpu(g, threads);
+    ASSERT_EQ(count_text(exe->describe(), "compiled C"), 1) << exe->describe();
+    std::vector<Tensor> given;
+    std::set<const void*> storage;
+    for (const Tensor& t : inputs) {
+      given.push_back(t.clone());
+      storage.insert(given.back().raw_data());
+    }
+    std::vector<Tensor> got = exe->run_donated(std::move(given));
+    int reused = 0;
+    for (const Tensor& t : got) reused += int(storage.count(t.raw_data()));
+    EXPECT_EQ(reused, 3) << "every output in a donated input's storage";
+    expect_close(got, want, 1e-5, 1e-6);
+  }
+}
+
+TEST(CpuNative, RandomBitsSplitBetweenThreadsAreTheReferenceStream) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("random");
+  constexpr std::int64_t kN = 200001;  // odd: the last pair's second word is dropped
+  Graph g = trace(
+      [](const std::vector<Expr>& in) { return std::vector<Expr>{random::bits(in[0], {kN})}; },
+      {{u32, {2}}}, "bits");
+  std::vector<Tensor> key{random::key(1234)};
+  auto exe = on_cpu(g, 2);
+  EXPECT_EQ(count_text(exe->describe(), "compiled C"), 1) << exe->describe();
+  Tensor got = exe->run(key)[0];
+  const auto* bits = got.data<std::uint32_t>();
+  const auto* k = key[0].data<std::uint32_t>();
+  // threefry.hpp's block function, word by word: pair j gives words 2j and 2j + 1.
+  for (std::int64_t i : {std::int64_t(0), std::int64_t(1), std::int64_t(100000),
+                         std::int64_t(100001), kN - 2, kN - 1}) {
+    const U32x2 r = threefry2x32({k[0], k[1]}, {0, std::uint32_t(i / 2)});
+    EXPECT_EQ(bits[i], i % 2 == 0 ? r.x0 : r.x1) << i;
+  }
+  EXPECT_TRUE(allclose(got, interpret(g, key)[0], 0, 0));
+}
+
+TEST(CpuNative, ASecondCompileLoadsTheCachedLibraryAndACorruptOneIsRebuilt) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  constexpr std::int64_t kN = 65537;
+  Graph g = adam_like(kN);
+  auto inputs = adam_inputs(kN);
+  std::vector<Tensor> want = interpret(g, inputs);
+  fs::path library;
+  {
+    ScopedCache cache("first");
+    const fs::path& first = cache.dir();
+    expect_close(on_cpu(g, 1)->run(inputs), want, 1e-5, 1e-6);
+    ASSERT_EQ(count_files(first, ".so"), 1);
+    ASSERT_EQ(count_files(first, ".c"), 1);  // the source beside it, to read
+    for (const auto& e : fs::directory_iterator(first))
+      if (e.path().extension() == ".so") library = e.path();
+    const auto written = fs::last_write_time(library);
+    expect_close(on_cpu(g, 2)->run(inputs), want, 1e-5, 1e-6);
+    EXPECT_EQ(count_files(first, ".so"), 1);
+    EXPECT_EQ(fs::last_write_time(library), written) << "the second compile rebuilt it";
+  }
+  // The same module's name in another cache, holding garbage: rebuilt, then loaded.
+  ScopedCache cache("second");
+  fs::create_directories(cache.dir());
+  const fs::path garbage = cache.dir() / library.filename();
+  std::ofstream(garbage) << "not a shared library";
+  expect_close(on_cpu(g, 1)->run(inputs), want, 1e-5, 1e-6);
+  EXPECT_GT(fs::file_size(garbage), 100u);
+}
+
+TEST(CpuNative, WithoutACompilerTheTileExecutorRunsUnlessCompiledKernelsAreAskedFor) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  ScopedCache cache("nocc");
+  ScopedEnv cc("CC", "/nonexistent/glia-test-cc");
+  constexpr std::int64_t kN = 40000;
+  Graph g = adam_like(kN);
+  auto inputs = adam_inputs(kN);
+  auto exe = on_cpu(g, 1);
+  EXPECT_EQ(count_text(exe->describe(), "compiled C"), 0) << exe->describe();
+  EXPECT_EQ(count_text(exe->describe(), "tile executor"), 1) << exe->describe();
+  expect_close(exe->run(inputs), interpret(g, inputs), 1e-5, 1e-6);
+  EXPECT_GLIA_ERROR(on_cpu(g, 1, CompileOptions::Cpu::Fused::compiled),
+                    "cannot compile its fused kernels");
+  // GLIA_CPU_FUSED=tile asks for no compiler; anything but auto, compiled or tile is an error.
+  {
+    ScopedEnv fused("GLIA_CPU_FUSED", "tile");
+    EXPECT_EQ(count_text(on_cpu(g, 1)->describe(), "tile executor"), 1);
+  }
+  ScopedEnv fused("GLIA_CPU_FUSED", "fast");
+  EXPECT_GLIA_ERROR(on_cpu(g, 1), "GLIA_CPU_FUSED must be auto, compiled or tile");
+}
+
+}  // namespace
+}  // namespace glia::testing
