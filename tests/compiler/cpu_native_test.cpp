@@ -15,6 +15,7 @@
 #include "glia/compiler/aot.hpp"
 #include "glia/compiler/registry.hpp"
 #include "glia/core/threefry.hpp"
+#include "scoped_env.hpp"
 
 namespace glia::testing {
 namespace {
@@ -42,27 +43,6 @@ class CompiledCpuBackend final : public Backend {
   register_backend("cpu_compiled", [] { return std::make_unique<CompiledCpuBackend>(); });
   return true;
 }();
-
-// Sets an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    had_ = std::getenv(name) != nullptr;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      ::setenv(name_, old_.c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 // GLIA_CPU_CACHE at a fresh directory for one test, removed after it.
 class ScopedCache {

@@ -23,6 +23,7 @@
 #include "glia/compiler/cuda.hpp"
 #include "glia/core/expr.hpp"
 #include "glia/core/interpreter.hpp"
+#include "scoped_env.hpp"
 
 namespace glia {
 namespace {
@@ -349,14 +350,9 @@ TEST(CudaKernelCache, ASecondProcessReadsTheDisk) {
   namespace fs = std::filesystem;
   const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
   const fs::path dir = fs::temp_directory_path() / cat("glia_cuda_cache_", ::getpid(), "_", stamp);
-  setenv("GLIA_CUDA_CACHE", dir.c_str(), 1);
+  testing::ScopedEnv cache("GLIA_CUDA_CACHE", dir.string());
   cuda::KernelReport first;
-  try {
-    COMPILE_OR_SKIP(first, fresh_graph(stamp));
-  } catch (...) {
-    unsetenv("GLIA_CUDA_CACHE");
-    throw;
-  }
+  COMPILE_OR_SKIP(first, fresh_graph(stamp));
   EXPECT_EQ(first.cache, "nvrtc");
   EXPECT_EQ(cuda::compile_kernels(fresh_graph(stamp)).cache, "memory");
   auto child = [&] {
@@ -386,7 +382,6 @@ TEST(CudaKernelCache, ASecondProcessReadsTheDisk) {
   }
   EXPECT_EQ(child(), "nvrtc");
   EXPECT_EQ(child(), "disk");
-  unsetenv("GLIA_CUDA_CACHE");
   fs::remove_all(dir);
 }
 

@@ -17,6 +17,7 @@
 #include "glia/core/elementwise.hpp"
 #include "glia/core/error.hpp"
 #include "glia/core/hash.hpp"
+#include "src/user_cache.hpp"
 
 #ifndef GLIA_VERSION
 #define GLIA_VERSION "unknown"
@@ -73,11 +74,6 @@ const std::string& machine_key() {
   return key;
 }
 
-std::string environment(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
 std::mutex& load_mutex() {
   static std::mutex m;
   return m;
@@ -86,11 +82,8 @@ std::mutex& load_mutex() {
 }  // namespace
 
 std::filesystem::path native_cache_dir() {
-  if (std::string d = environment("GLIA_CPU_CACHE"); !d.empty()) return d;
-  if (std::string x = environment("XDG_CACHE_HOME"); !x.empty())
-    return std::filesystem::path(x) / "glia" / "cpu";
-  if (std::string h = environment("HOME"); !h.empty())
-    return std::filesystem::path(h) / ".cache" / "glia" / "cpu";
+  const std::string dir = user_cache_dir("GLIA_CPU_CACHE", "cpu");
+  if (!dir.empty()) return dir;
   return std::filesystem::temp_directory_path() / cat("glia-cpu-", ::getuid());
 }
 
@@ -104,16 +97,13 @@ int NativeModule::add(std::string function) {
 void* NativeModule::symbol(int index) const { return symbols_.at(std::size_t(index)); }
 
 bool NativeModule::build(std::string& error) {
-  // The source, and the line of each function's innermost loops (after `ivdep`).
   std::string source = prelude();
-  std::map<long, int> loops;  // line -> function
-  for (std::size_t i = 0; i < functions_.size(); ++i) {
-    source += "\n";
-    long line = 1 + long(std::count(source.begin(), source.end(), '\n'));
-    std::istringstream text(functions_[i]);
-    for (std::string l; std::getline(text, l); ++line)
-      if (l.find("#pragma GCC ivdep") != std::string::npos) loops[line + 1] = int(i);
-    source += functions_[i];
+  std::vector<long> first_line;  // of each function in the source
+  long lines = long(std::count(source.begin(), source.end(), '\n'));
+  for (const std::string& f : functions_) {
+    source += "\n" + f;
+    first_line.push_back(lines + 2);
+    lines += 1 + long(std::count(f.begin(), f.end(), '\n'));
   }
   const std::string compiler = aot::find_c_compiler();
   if (compiler.empty()) {
@@ -162,6 +152,14 @@ bool NativeModule::build(std::string& error) {
       return false;
     }
     {
+      // The line of each function's innermost loops (after `ivdep`) in the source.
+      std::map<long, int> loops;  // line -> function
+      for (std::size_t i = 0; i < functions_.size(); ++i) {
+        std::istringstream text(functions_[i]);
+        long line = first_line[i];
+        for (std::string l; std::getline(text, l); ++line)
+          if (l.find("#pragma GCC ivdep") != std::string::npos) loops[line + 1] = int(i);
+      }
       std::ifstream report(dir / (temp + ".vec"));
       std::ofstream scalar(dir / (temp + ".scalar"));
       for (std::string l; std::getline(report, l);) {

@@ -19,6 +19,7 @@
 #include "backends/cuda/libraries.hpp"
 #include "glia/core/error.hpp"
 #include "glia/core/hash.hpp"
+#include "src/user_cache.hpp"
 
 namespace glia::detail::cuda {
 
@@ -118,13 +119,8 @@ void write_cached(const std::filesystem::path& path, std::uint64_t key, const st
 }  // namespace
 
 std::string cache_dir() {
-  if (const char* dir = std::getenv("GLIA_CUDA_CACHE"); dir != nullptr && *dir != '\0')
-    return std::string(dir) == "off" ? "" : dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
-    return cat(xdg, "/glia/cuda");
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return cat(home, "/.cache/glia/cuda");
-  return "";
+  const std::string dir = user_cache_dir("GLIA_CUDA_CACHE", "cuda");
+  return dir == "off" ? "" : dir;
 }
 
 std::string compile_cubin(const std::string& source, const std::string& arch, CacheHit* hit) {
