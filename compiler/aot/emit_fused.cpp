@@ -19,6 +19,10 @@ namespace {
 
 using Code = FusedSpec::Code;
 
+// Lanes of a reduced innermost loop's blocks (emit_sweep): 16 floats fill an AVX-512
+// register.
+constexpr std::int64_t kLanes = 16;
+
 const char* monoid_name(Op op) {
   switch (op) {
     case Op::reduce_sum:
@@ -157,7 +161,9 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     std::size_t level = 0;  // local from this level's loop on; == levels+1: an array
     std::string result_at;  // the result's index at the level (local)
   };
+  std::string to_result, to_partial;  // level-0 locals: their results, or their partials
   std::vector<Acc> accs;
+  SweepText out;
   std::int64_t scratch = 0;
   std::vector<std::string> opened(levels + 1), closed(levels + 1);
   for (std::size_t ri = 0; ri < s.reductions.size(); ++ri) {
@@ -186,8 +192,22 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
       for (std::size_t l = 0; l < level; ++l)
         if (ls[l] != 0) idx += cat(" + i", l, ls[l] == 1 ? "" : " * " + lit(ls[l]));
       opened[level] += cat(a.type, " ", a.name, " = glia_", a.m, "_identity_", a.t, "();\n");
-      closed[level] += cat(result, "[", idx, "] = (", c_type(r.dtype), ")glia_", a.m, "_narrow_",
-                           a.t, "(", a.name, ");\n");
+      const std::string write = cat(result, "[", idx, "] = (", c_type(r.dtype), ")glia_", a.m,
+                                    "_narrow_", a.t, "(", a.name, ");\n");
+      if (level > 0 || !ranged) {
+        closed[level] += write;
+      } else {
+        // Over the outer loop: a thread's part goes to `partial` for the merge.
+        const std::string slot = cat("((unsigned char*)partial + ", lit(8 * out.partials), ")");
+        to_result += write;
+        to_partial += cat("*(", a.type, "*)", slot, " = ", a.name, ";\n");
+        out.merge += cat("{\n", a.type, " m = glia_", a.m, "_identity_", a.t,
+                         "();\nfor (int t = 0; t < count; ++t) m = glia_", a.m, "_combine_", a.t,
+                         "(m, *(const ", a.type, "*)(partials + t * stride + ",
+                         lit(8 * out.partials), "));\n", result, "[0] = (", c_type(r.dtype),
+                         ")glia_", a.m, "_narrow_", a.t, "(m);\n}\n");
+        ++out.partials;
+      }
     } else {
       const std::string arr = cat("((", a.type, "*)(ws + ", lit(e.scratch_offset + scratch), "))");
       pre += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", arr, "[q] = glia_", a.m,
@@ -201,7 +221,9 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     accs.push_back(a);
   }
   e.scratch_bytes = std::max(e.scratch_bytes, scratch);
+  std::string lane_body;  // the body where a block's lanes accumulate (see `lanes`)
   for (const FusedSpec::Instr& in : s.code) {
+    const std::size_t mark = body.size();
     const std::string d = in.dst >= 0 ? cat("r", in.dst) : "";
     auto def = [&](DType t, const std::string& value) {
       reg_type[std::size_t(in.dst)] = c_type(t);
@@ -246,9 +268,13 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         break;
       case Code::reduce: {
         const Acc& acc = accs[std::size_t(in.reduction)];
-        body += cat(acc.name, " = glia_", acc.m, "_combine_", acc.t, "(", acc.name, ", glia_",
-                    acc.m, "_widen_", acc.t, "(", a, "));\n");
-        break;
+        auto update = [&](const std::string& name) {
+          return cat(name, " = glia_", acc.m, "_combine_", acc.t, "(", name, ", glia_", acc.m,
+                     "_widen_", acc.t, "(", a, "));\n");
+        };
+        body += update(acc.name);
+        lane_body += update(acc.level <= levels ? cat("lane", in.reduction, "[g]") : acc.name);
+        continue;
       }
       case Code::random: {
         const std::string key = cat("key", in.value);
@@ -260,23 +286,62 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         break;
       }
     }
+    lane_body += body.substr(mark);
   }
   // Scalar loads hoisted before the loops may be read by the pre-loop code only after
   // they are defined: `pre` holds them first (accumulator arrays use none).
   std::string what;
   for (const std::string& op : s.ops) what += (what.empty() ? "" : " ") + op;
-  SweepText out;
   out.outer = levels > 0 ? nest.extent[0] : 1;
-  // Split by its outer loop only where every accumulator is a local inside that loop
-  // (each outer index then owns its results) and nothing runs before or after it.
+  // Split by its outer loop only where every accumulator is a local (each outer index
+  // then owns its results, or a thread's part of the outer loop its partials) and
+  // nothing runs before or after it.
   out.splittable = levels > 0;
-  for (const Acc& a : accs) out.splittable = out.splittable && a.level >= 1 && a.level <= levels;
+  for (const Acc& a : accs)
+    out.splittable =
+        out.splittable && (a.level >= 1 || (ranged && a.level == 0)) && a.level <= levels;
+  if (out.partials > 0)
+    out.merge = cat("const int64_t stride = ", lit(8 * out.partials), ";\n", out.merge);
+  if (!to_partial.empty())
+    closed[0] += cat("if (partial != 0) {\n", to_partial, "} else {\n", to_result, "}\n");
+  // A reduced innermost loop (every local accumulates across it) runs in blocks of kLanes
+  // iterations, each lane with its own accumulators, merged after the blocks.
+  std::vector<std::size_t> locals;
+  for (std::size_t ri = 0; ri < accs.size(); ++ri)
+    if (accs[ri].level <= levels) locals.push_back(ri);
+  const bool lanes = e.ivdep && levels > 0 && !locals.empty() && scratch == 0 &&
+                     nest.extent[levels - 1] >= 2 * kLanes;
   std::string text = cat("{ /* sweep ", si, ": ", what, " */\n", pre, opened[0]);
+  const std::string flat_t = nest.chain ? "" : "const int64_t t = i0;\n";
   for (std::size_t l = 0; l < levels; ++l) {
-    if (l + 1 == levels && e.ivdep && scratch == 0) text += "#pragma GCC ivdep\n";
-    text += l == 0 && ranged && out.splittable ? "for (int64_t i0 = lo; i0 < hi; ++i0) {\n"
-                                               : loop(cat("i", l), nest.extent[l]);
-    if (!nest.chain && l == 0) text += "const int64_t t = i0;\n";
+    const bool ranged_loop = l == 0 && ranged && out.splittable;
+    const std::string i = cat("i", l), lo = ranged_loop ? "lo" : "0",
+                      hi = ranged_loop ? "hi" : lit(nest.extent[l]);
+    if (l + 1 < levels) {
+      text += ranged_loop ? "for (int64_t i0 = lo; i0 < hi; ++i0) {\n" : loop(i, nest.extent[l]);
+      text += opened[l + 1];
+      continue;
+    }
+    if (lanes) {
+      const std::string blk = cat("b", l), n = lit(kLanes);
+      for (std::size_t ri : locals)
+        text +=
+            cat(accs[ri].type, " lane", ri, "[", n, "];\nfor (int g = 0; g < ", n, "; ++g) lane",
+                ri, "[g] = glia_", accs[ri].m, "_identity_", accs[ri].t, "();\n");
+      text += cat("int64_t ", blk, " = ", lo, ";\nfor (; ", blk, " + ", n, " <= ", hi, "; ", blk,
+                  " += ", n, ") {\n#pragma GCC unroll 1\n#pragma GCC ivdep\n",
+                  "for (int64_t g = 0; g < ", n, "; ++g) {\nconst int64_t ", i, " = ", blk,
+                  " + g;\n", flat_t, lane_body, "}\n}\n");
+      for (std::size_t ri : locals)
+        text += cat("for (int g = 0; g < ", n, "; ++g) ", accs[ri].name, " = glia_", accs[ri].m,
+                    "_combine_", accs[ri].t, "(", accs[ri].name, ", lane", ri, "[g]);\n");
+      // The remaining iterations, fewer than a block.
+      text += cat("for (int64_t ", i, " = ", blk, "; ", i, " < ", hi, "; ++", i, ") {\n");
+    } else {
+      if (e.ivdep && scratch == 0) text += "#pragma GCC ivdep\n";
+      text += cat("for (int64_t ", i, " = ", lo, "; ", i, " < ", hi, "; ++", i, ") {\n");
+    }
+    text += flat_t;
     text += opened[l + 1];
   }
   text += body;

@@ -36,7 +36,9 @@ struct Emitter {
   std::int64_t scratch_bytes = 0;   // the most scratch one kernel needs
   int temp = 0;                     // counter for unique C names
   // Fused sweeps' innermost loops marked `#pragma GCC ivdep` (they carry no dependence
-  // through memory where no accumulator array is used).
+  // through memory where no accumulator array is used), and reduced innermost loops run
+  // in blocks of lanes, each with its own accumulator, that the compiler vectorises
+  // (the C compiler of the cpu backend; exported C keeps the plain loop).
   bool ivdep = false;
 
   const Graph& graph() const { return program.graph; }
@@ -56,11 +58,18 @@ struct Emitter {
 std::string emit_fused(Emitter& e, const FusedSpec& spec);
 // One sweep of a FusedSpec (sweep `index`, for the comment) as a block of statements.
 // `ranged`: a splittable sweep's outer loop runs over [lo, hi) (int64_t variables the
-// caller declares), so that threads may split it; others ignore lo and hi.
+// caller declares), so that threads may split it; others ignore lo and hi. A ranged sweep
+// whose reductions run over its outer loop (a whole-array sum) also takes `partial`
+// (a `void*` the caller declares): where it is not null, the sweep writes its
+// accumulators there, 8 bytes each, for `merge` to combine.
 struct SweepText {
   std::string text;
   std::int64_t outer = 1;   // the outer loop's extent
   bool splittable = false;  // outer indices write disjoint results; no workspace
+  int partials = 0;         // accumulators written to `partial` (8 bytes each)
+  // Statements that combine `count` (an int) blocks of partials, one after another from
+  // `partials` (a `const unsigned char*`), and write the results.
+  std::string merge;
 };
 SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& sweep, std::size_t index, bool ranged);
 std::string emit_matmul(Emitter& e, const Kernel& k, const MatmulSpec& spec);

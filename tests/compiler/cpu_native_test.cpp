@@ -6,6 +6,7 @@
 // executor runs, or an error where compiled kernels were asked for).
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -134,6 +135,68 @@ TEST(CpuNative, LargeSweepsRunCompiledAndSplitBetweenThreads) {
   auto exe = on_cpu(s, 2);
   EXPECT_GE(count_text(exe->describe(), "compiled C"), 1) << exe->describe();
   expect_close(exe->run(xs), interpret(s, xs), 1e-5, 1e-7);
+}
+
+// Whole-array reductions: each thread accumulates its part of the outer loop in blocks of
+// lanes (and a remainder), writes its partials, and the merge combines them in thread
+// order. Several accumulators of different types in one sweep; a NaN in a lane block, in
+// a remainder and in the merge all reach the max.
+TEST(CpuNative, WholeArrayReductionsSplitBetweenThreadsMergeTheirPartials) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("partials");
+  constexpr std::int64_t kN = 200003;  // halves and thirds of unequal length, not of 16
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr e = exp(in[0]);
+        return std::vector<Expr>{sum(in[0]), reduce_max(in[0]), reduce_min(in[0]),
+                                 sum(e),     sum(in[1]),        e * 2.0};
+      },
+      {{f32, {kN}}, {i32, {kN}}}, "whole_array");
+  std::vector<float> x(static_cast<std::size_t>(kN));
+  std::vector<std::int32_t> k(static_cast<std::size_t>(kN));
+  double want_sum = 0, want_exp = 0;
+  std::int64_t want_k = 0;
+  float want_max = -1e30f, want_min = 1e30f;
+  for (std::int64_t i = 0; i < kN; ++i) {
+    x[std::size_t(i)] = float((i * 37) % 1009) / 1009.f - 0.5f;
+    k[std::size_t(i)] = std::int32_t(i % 97) - 40;
+  }
+  x[123456] = 0.75f;  // the max in the second thread's half
+  x[17] = -0.875f;    // the min in the first lane block
+  for (std::int64_t i = 0; i < kN; ++i) {
+    want_sum += x[std::size_t(i)];
+    want_exp += std::exp(double(x[std::size_t(i)]));
+    want_k += k[std::size_t(i)];
+    want_max = std::max(want_max, x[std::size_t(i)]);
+    want_min = std::min(want_min, x[std::size_t(i)]);
+  }
+  for (int threads : {1, 2, 3}) {
+    auto exe = on_cpu(g, threads);
+    EXPECT_EQ(count_text(exe->describe(), "glia tile executor"), 0) << exe->describe();
+    std::vector<Tensor> got =
+        exe->run(std::vector<Tensor>{Tensor::from<float>(x), Tensor::from<std::int32_t>(k)});
+    ASSERT_EQ(got.size(), 6u);
+    EXPECT_NEAR(got[0].item<float>(), want_sum, 1e-3) << threads << " threads";
+    EXPECT_EQ(got[1].item<float>(), want_max) << threads << " threads";
+    EXPECT_EQ(got[2].item<float>(), want_min) << threads << " threads";
+    EXPECT_NEAR(got[3].item<float>(), want_exp, 1e-5 * want_exp) << threads << " threads";
+    EXPECT_EQ(got[4].item<std::int32_t>(), want_k) << threads << " threads";
+    EXPECT_FLOAT_EQ(got[5].data<float>()[kN - 1], 2.f * std::exp(x[std::size_t(kN - 1)]));
+  }
+  // NaN wherever it falls: a lane block of the first part, the last part's remainder.
+  for (std::int64_t at : {std::int64_t(5), kN - 2}) {
+    std::vector<float> y = x;
+    y[std::size_t(at)] = std::nanf("");
+    for (int threads : {1, 2, 3}) {
+      auto exe = on_cpu(g, threads);
+      std::vector<Tensor> got =
+          exe->run(std::vector<Tensor>{Tensor::from<float>(y), Tensor::from<std::int32_t>(k)});
+      EXPECT_TRUE(std::isnan(got[1].item<float>())) << "NaN at " << at << ", " << threads;
+      EXPECT_TRUE(std::isnan(got[2].item<float>())) << "NaN at " << at << ", " << threads;
+      EXPECT_TRUE(std::isnan(got[0].item<float>())) << "NaN at " << at << ", " << threads;
+    }
+  }
 }
 
 // Donated inputs taken crosswise by outputs (the new moment written over the parameter

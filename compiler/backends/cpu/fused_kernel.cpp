@@ -8,7 +8,9 @@
 #endif
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
+#include <vector>
 
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/native_module.hpp"
@@ -201,17 +203,29 @@ class FusedKernel final : public CpuKernel {
       const bool wide = n.split && sweeps_[i].numel * sweeps_[i].cost >= fused::kParallelWork;
       const int team = wide ? int(std::min<std::int64_t>(threads, n.outer)) : 1;
       if (team <= 1) {
-        n.fn(ctx.values, 0, n.outer);
+        n.fn(ctx.values, 0, n.outer, nullptr);
         continue;
+      }
+      // A whole-array reduction's threads each write their accumulators (8 bytes each) to
+      // their block of `partials`, which merge combines in thread order.
+      constexpr int kStackPartials = 64;
+      std::uint64_t stack[kStackPartials];
+      std::vector<std::uint64_t> heap;
+      std::uint64_t* partials = stack;
+      if (n.partials * team > kStackPartials) {
+        heap.resize(std::size_t(n.partials) * std::size_t(team));
+        partials = heap.data();
       }
 #ifdef _OPENMP
 #pragma omp parallel num_threads(team)
       {
         FlushDenormals flush;  // worker threads too (the calling thread's is set by the run)
         const std::int64_t t = omp_get_thread_num();
-        n.fn(ctx.values, n.outer * t / team, n.outer * (t + 1) / team);
+        n.fn(ctx.values, n.outer * t / team, n.outer * (t + 1) / team,
+             n.partials > 0 ? partials + t * n.partials : nullptr);
       }
 #endif
+      if (n.partials > 0) n.merge(ctx.values, partials, team);
     }
   }
 
@@ -237,6 +251,12 @@ class FusedKernel final : public CpuKernel {
         // (a clamp feeding a select, where GCC 12 gives up on if-conversion).
         if (!every_ && module.scalar(n.function)) continue;
         n.fn = reinterpret_cast<fused::NativeFn>(module.symbol(n.function));
+        if (n.partials > 0)
+          n.merge = reinterpret_cast<fused::NativeMerge>(module.symbol(n.function, "_merge"));
+        if (n.partials > 0 && n.merge == nullptr) {
+          n.fn = nullptr;  // a library without the merge: the tile executor runs the sweep
+          continue;
+        }
         library_ = module.library().filename().string();
       }
   }

@@ -87,13 +87,20 @@ struct Sweep {
 inline constexpr std::int64_t kParallelWork = 96 * 1024;
 
 // A sweep as a C function compiled for this machine (native_module.hpp): over its outer
-// loop's indices [lo, hi), all of them where it is not `split`table.
-using NativeFn = void (*)(std::byte* const* values, std::int64_t lo, std::int64_t hi);
+// loop's indices [lo, hi), all of them where it is not `split`table. A sweep with
+// `partials` (reductions over its outer loop: a whole-array sum) writes its results where
+// `partial` is null; otherwise its accumulators, 8 bytes each, to `partial`, and the
+// `merge` function combines `count` threads' blocks of them into the results.
+using NativeFn = void (*)(std::byte* const* values, std::int64_t lo, std::int64_t hi,
+                          void* partial);
+using NativeMerge = void (*)(std::byte* const* values, const void* partials, int count);
 struct NativeSweep {
   int function = -1;  // in the executable's NativeModule
   bool split = false;
   std::int64_t outer = 1;
+  int partials = 0;
   NativeFn fn = nullptr;  // once the module is built
+  NativeMerge merge = nullptr;
 };
 // Sweep `index` of `spec` as the C function named `name`, in `text`; nothing where it has
 // no C form here (16-bit floats, accumulators in a workspace). `in_place`: the kernel's

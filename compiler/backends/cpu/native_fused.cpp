@@ -33,13 +33,23 @@ std::optional<NativeSweep> native_sweep(const Program& program, const FusedSpec&
     return std::nullopt;  // 16-bit floats have no C type here
   }
   if (e.scratch_bytes > 0) return std::nullopt;
-  text = cat("static void ", name, "_body(", params, "int64_t lo, int64_t hi) {\n",
-             aot::detail::indent("(void)lo;\n(void)hi;\n" + body.text, 1), "}\nvoid ", name,
-             "(unsigned char* const* values, int64_t lo, int64_t hi) {\n  ", name, "_body(", args,
-             "lo, hi);\n}\n");
+  text =
+      cat("static void ", name, "_body(", params, "int64_t lo, int64_t hi, void* partial) {\n",
+          aot::detail::indent("(void)lo;\n(void)hi;\n(void)partial;\n" + body.text, 1), "}\nvoid ",
+          name, "(unsigned char* const* values, int64_t lo, int64_t hi, void* partial) {\n  ", name,
+          "_body(", args, "lo, hi, partial);\n}\n");
   NativeSweep n;
   n.split = body.splittable;
   n.outer = body.outer;
+  n.partials = body.partials;
+  if (body.partials > 0) {
+    // The threads' partials, in thread order, combined into the results.
+    text += cat("static void ", name, "_merge_body(", params,
+                "const unsigned char* partials, int count) {\n", aot::detail::indent(body.merge, 1),
+                "}\nvoid ", name,
+                "_merge(unsigned char* const* values, const void* partials, int count) {\n  ", name,
+                "_merge_body(", args, "(const unsigned char*)partials, count);\n}\n");
+  }
   return n;
 }
 

@@ -96,6 +96,10 @@ int NativeModule::add(std::string function) {
 
 void* NativeModule::symbol(int index) const { return symbols_.at(std::size_t(index)); }
 
+void* NativeModule::symbol(int index, const std::string& suffix) const {
+  return handle_ != nullptr ? ::dlsym(handle_, (name(index) + suffix).c_str()) : nullptr;
+}
+
 bool NativeModule::build(std::string& error) {
   std::string source = prelude();
   std::vector<long> first_line;  // of each function in the source
@@ -193,6 +197,7 @@ bool NativeModule::build(std::string& error) {
   for (int i; scalar >> i;)
     if (i >= 0 && std::size_t(i) < scalar_.size()) scalar_[std::size_t(i)] = true;
   // The library stays loaded for the process's life: executables hold its functions.
+  handle_ = handle;
   symbols_.clear();
   for (std::size_t i = 0; i < functions_.size(); ++i) {
     void* s = ::dlsym(handle, name(int(i)).c_str());

@@ -28,8 +28,10 @@ class NativeModule {
   // reason in `error`, where no C compiler is found, it fails, or the library does not
   // load.
   bool build(std::string& error);
-  // The loaded function at `index` (after a successful build).
+  // The loaded function at `index` (after a successful build), or the function named
+  // name(index) + suffix that the same text defines (null where there is none).
   void* symbol(int index) const;
+  void* symbol(int index, const std::string& suffix) const;
   // Whether the compiler left an innermost loop of that function scalar (GCC's
   // -fopt-info report, kept beside the library as NAME.scalar).
   bool scalar(int index) const { return scalar_.at(std::size_t(index)); }
@@ -41,6 +43,7 @@ class NativeModule {
  private:
   std::vector<std::string> functions_;
   std::vector<void*> symbols_;
+  void* handle_ = nullptr;  // dlopen's, once built
   std::vector<bool> scalar_;
   std::filesystem::path library_;
   bool compiled_ = false;
