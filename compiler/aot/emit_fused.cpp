@@ -159,7 +159,8 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   struct Acc {
     std::string name, type, t, m;
     std::size_t level = 0;  // local from this level's loop on; == levels+1: an array
-    std::string result_at;  // the result's index at the level (local)
+    // The monoid's name `what` (acc, identity, widen, combine, narrow) for this type.
+    std::string fn(const char* what) const { return cat("glia_", m, "_", what, "_", t); }
   };
   std::string to_result, to_partial;  // level-0 locals: their results, or their partials
   std::vector<Acc> accs;
@@ -171,7 +172,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     Acc a;
     a.t = std::string(ew_c_type(r.dtype));
     a.m = monoid_name(r.op);
-    a.type = cat("glia_", a.m, "_acc_", a.t);
+    a.type = a.fn("acc");
     a.name = cat("acc", ri);
     std::vector<std::int64_t> dims, strides;
     reduction_map(r, dims, strides);
@@ -191,9 +192,9 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
       std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
       for (std::size_t l = 0; l < level; ++l)
         if (ls[l] != 0) idx += cat(" + i", l, ls[l] == 1 ? "" : " * " + lit(ls[l]));
-      opened[level] += cat(a.type, " ", a.name, " = glia_", a.m, "_identity_", a.t, "();\n");
-      const std::string write = cat(result, "[", idx, "] = (", c_type(r.dtype), ")glia_", a.m,
-                                    "_narrow_", a.t, "(", a.name, ");\n");
+      opened[level] += cat(a.type, " ", a.name, " = ", a.fn("identity"), "();\n");
+      const std::string write =
+          cat(result, "[", idx, "] = (", c_type(r.dtype), ")", a.fn("narrow"), "(", a.name, ");\n");
       if (level > 0 || !ranged) {
         closed[level] += write;
       } else {
@@ -201,19 +202,19 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         const std::string slot = cat("((unsigned char*)partial + ", lit(8 * out.partials), ")");
         to_result += write;
         to_partial += cat("*(", a.type, "*)", slot, " = ", a.name, ";\n");
-        out.merge += cat("{\n", a.type, " m = glia_", a.m, "_identity_", a.t,
-                         "();\nfor (int t = 0; t < count; ++t) m = glia_", a.m, "_combine_", a.t,
-                         "(m, *(const ", a.type, "*)(partials + t * stride + ",
-                         lit(8 * out.partials), "));\n", result, "[0] = (", c_type(r.dtype),
-                         ")glia_", a.m, "_narrow_", a.t, "(m);\n}\n");
+        out.merge +=
+            cat("{\n", a.type, " m = ", a.fn("identity"),
+                "();\nfor (int t = 0; t < count; ++t) m = ", a.fn("combine"), "(m, *(const ",
+                a.type, "*)(partials + t * stride + ", lit(8 * out.partials), "));\n", result,
+                "[0] = (", c_type(r.dtype), ")", a.fn("narrow"), "(m);\n}\n");
         ++out.partials;
       }
     } else {
       const std::string arr = cat("((", a.type, "*)(ws + ", lit(e.scratch_offset + scratch), "))");
-      pre += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", arr, "[q] = glia_", a.m,
-                 "_identity_", a.t, "();\n");
+      pre += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", arr,
+                 "[q] = ", a.fn("identity"), "();\n");
       closed[0] += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", result, "[q] = (",
-                       c_type(r.dtype), ")glia_", a.m, "_narrow_", a.t, "(", arr, "[q]);\n");
+                       c_type(r.dtype), ")", a.fn("narrow"), "(", arr, "[q]);\n");
       a.name = cat(arr, "[", offset_expr(nest, dims, strides, 0), "]");
       scratch += (r.numel * 8 + 63) / 64 * 64;
     }
@@ -269,8 +270,8 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
       case Code::reduce: {
         const Acc& acc = accs[std::size_t(in.reduction)];
         auto update = [&](const std::string& name) {
-          return cat(name, " = glia_", acc.m, "_combine_", acc.t, "(", name, ", glia_", acc.m,
-                     "_widen_", acc.t, "(", a, "));\n");
+          return cat(name, " = ", acc.fn("combine"), "(", name, ", ", acc.fn("widen"), "(", a,
+                     "));\n");
         };
         body += update(acc.name);
         lane_body += update(acc.level <= levels ? cat("lane", in.reduction, "[g]") : acc.name);
@@ -300,10 +301,10 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   for (const Acc& a : accs)
     out.splittable =
         out.splittable && (a.level >= 1 || (ranged && a.level == 0)) && a.level <= levels;
-  if (out.partials > 0)
+  if (out.partials > 0) {
     out.merge = cat("const int64_t stride = ", lit(8 * out.partials), ";\n", out.merge);
-  if (!to_partial.empty())
     closed[0] += cat("if (partial != 0) {\n", to_partial, "} else {\n", to_result, "}\n");
+  }
   // A reduced innermost loop (every local accumulates across it) runs in blocks of kLanes
   // iterations, each lane with its own accumulators, merged after the blocks.
   std::vector<std::size_t> locals;
@@ -317,29 +318,29 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     const bool ranged_loop = l == 0 && ranged && out.splittable;
     const std::string i = cat("i", l), lo = ranged_loop ? "lo" : "0",
                       hi = ranged_loop ? "hi" : lit(nest.extent[l]);
+    const std::string header =
+        cat("for (int64_t ", i, " = ", lo, "; ", i, " < ", hi, "; ++", i, ") {\n");
     if (l + 1 < levels) {
-      text += ranged_loop ? "for (int64_t i0 = lo; i0 < hi; ++i0) {\n" : loop(i, nest.extent[l]);
-      text += opened[l + 1];
+      text += header + opened[l + 1];
       continue;
     }
     if (lanes) {
       const std::string blk = cat("b", l), n = lit(kLanes);
       for (std::size_t ri : locals)
-        text +=
-            cat(accs[ri].type, " lane", ri, "[", n, "];\nfor (int g = 0; g < ", n, "; ++g) lane",
-                ri, "[g] = glia_", accs[ri].m, "_identity_", accs[ri].t, "();\n");
+        text += cat(accs[ri].type, " lane", ri, "[", n, "];\nfor (int g = 0; g < ", n,
+                    "; ++g) lane", ri, "[g] = ", accs[ri].fn("identity"), "();\n");
       text += cat("int64_t ", blk, " = ", lo, ";\nfor (; ", blk, " + ", n, " <= ", hi, "; ", blk,
                   " += ", n, ") {\n#pragma GCC unroll 1\n#pragma GCC ivdep\n",
                   "for (int64_t g = 0; g < ", n, "; ++g) {\nconst int64_t ", i, " = ", blk,
                   " + g;\n", flat_t, lane_body, "}\n}\n");
       for (std::size_t ri : locals)
-        text += cat("for (int g = 0; g < ", n, "; ++g) ", accs[ri].name, " = glia_", accs[ri].m,
-                    "_combine_", accs[ri].t, "(", accs[ri].name, ", lane", ri, "[g]);\n");
+        text += cat("for (int g = 0; g < ", n, "; ++g) ", accs[ri].name, " = ",
+                    accs[ri].fn("combine"), "(", accs[ri].name, ", lane", ri, "[g]);\n");
       // The remaining iterations, fewer than a block.
       text += cat("for (int64_t ", i, " = ", blk, "; ", i, " < ", hi, "; ++", i, ") {\n");
     } else {
       if (e.ivdep && scratch == 0) text += "#pragma GCC ivdep\n";
-      text += cat("for (int64_t ", i, " = ", lo, "; ", i, " < ", hi, "; ++", i, ") {\n");
+      text += header;
     }
     text += flat_t;
     text += opened[l + 1];
