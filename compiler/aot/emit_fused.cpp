@@ -3,7 +3,8 @@
 // dividing the next), giving loops whose every view steps by a constant stride, so the
 // innermost loop is a plain strided loop that compilers vectorise. A reduction whose
 // innermost levels are all reduced sums into a local accumulator there; others into an
-// accumulator array in the workspace. Virtual registers become const locals.
+// accumulator array: on the stack in a ranged sweep (the cpu backend's, which threads
+// split), else in the workspace. Virtual registers become const locals.
 #include <algorithm>
 #include <set>
 
@@ -22,6 +23,9 @@ using Code = FusedSpec::Code;
 // Lanes of a reduced innermost loop's blocks (emit_sweep): 16 floats fill an AVX-512
 // register.
 constexpr std::int64_t kLanes = 16;
+// The most elements a ranged sweep's accumulator array holds on the stack (32 KiB of
+// 8-byte accumulators); a larger one needs the workspace.
+constexpr std::int64_t kLocalArray = 4096;
 
 const char* monoid_name(Op op) {
   switch (op) {
@@ -110,6 +114,28 @@ void reduction_map(const FusedSpec::Reduction& r, std::vector<std::int64_t>& dim
   for (const auto& x : r.extents) dims.push_back(x.size);
 }
 
+// How many outer levels a reduction map keeps (steps along) before the first it reduces;
+// 0 where the nest is not a chain.
+std::size_t kept_outer(const Nest& nest, const std::vector<std::int64_t>& dims,
+                       const std::vector<std::int64_t>& strides) {
+  if (!nest.chain) return 0;
+  const std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
+  std::size_t k = 0;
+  while (k < ls.size() && ls[k] != 0) ++k;
+  return k;
+}
+
+// The results one iteration of the kept outer levels' innermost loop covers: one past
+// the largest offset the inner levels reach.
+std::int64_t inner_block(const Nest& nest, const std::vector<std::int64_t>& dims,
+                         const std::vector<std::int64_t>& strides) {
+  const std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
+  std::int64_t last = 0;
+  for (std::size_t l = kept_outer(nest, dims, strides); l < ls.size(); ++l)
+    last += (nest.extent[l] - 1) * ls[l];
+  return last + 1;
+}
+
 Nest make_nest(const FusedSpec::Sweep& s) {
   std::set<std::int64_t> b{1, s.numel};
   bool ok = true;
@@ -158,7 +184,8 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   // Reductions: where each accumulates (level at which a local starts, or levels: array).
   struct Acc {
     std::string name, type, t, m;
-    std::size_t level = 0;  // local from this level's loop on; == levels+1: an array
+    std::size_t level = 0;     // local from this level's loop on; == levels+1: an array
+    bool local_array = false;  // an array on the stack (ranged), else in the workspace
     // The monoid's name `what` (acc, identity, widen, combine, narrow) for this type.
     std::string fn(const char* what) const { return cat("glia_", m, "_", what, "_", t); }
   };
@@ -167,6 +194,13 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   SweepText out;
   std::int64_t scratch = 0;
   std::vector<std::string> opened(levels + 1), closed(levels + 1);
+  // Whether an accumulator array takes the same element on consecutive iterations of the
+  // innermost loop (a dependence that loop carries): then no `ivdep`.
+  bool carried = false;
+  // Accumulator `slot` (8 bytes each) of a block of partials at `base`.
+  auto slot_at = [](const std::string& base, const std::string& slot, const std::string& type) {
+    return cat("*(", type, "*)(", base, " + 8 * (", slot, "))");
+  };
   for (std::size_t ri = 0; ri < s.reductions.size(); ++ri) {
     const auto& r = s.reductions[ri];
     Acc a;
@@ -199,16 +233,55 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         closed[level] += write;
       } else {
         // Over the outer loop: a thread's part goes to `partial` for the merge.
-        const std::string slot = cat("((unsigned char*)partial + ", lit(8 * out.partials), ")");
+        const std::string slot = lit(out.partials);
         to_result += write;
-        to_partial += cat("*(", a.type, "*)", slot, " = ", a.name, ";\n");
-        out.merge +=
-            cat("{\n", a.type, " m = ", a.fn("identity"),
-                "();\nfor (int t = 0; t < count; ++t) m = ", a.fn("combine"), "(m, *(const ",
-                a.type, "*)(partials + t * stride + ", lit(8 * out.partials), "));\n", result,
-                "[0] = (", c_type(r.dtype), ")", a.fn("narrow"), "(m);\n}\n");
+        to_partial += cat(slot_at("(unsigned char*)partial", slot, a.type), " = ", a.name, ";\n");
+        out.merge += cat("{\n", a.type, " m = ", a.fn("identity"),
+                         "();\nfor (int t = 0; t < count; ++t) m = ", a.fn("combine"), "(m, ",
+                         slot_at("partials + t * stride", slot, "const " + a.type), ");\n", result,
+                         "[0] = (", c_type(r.dtype), ")", a.fn("narrow"), "(m);\n}\n");
         ++out.partials;
       }
+    } else if (ranged && kept_outer(nest, dims, strides) > 0 &&
+               kept_outer(nest, dims, strides) < levels &&
+               inner_block(nest, dims, strides) <= kLocalArray) {
+      // The outer levels up to `kept` each own a block of results (a sum over a middle
+      // axis): an array on the stack for one block, started in the innermost of those
+      // loops and written to the block after it.
+      const std::size_t kept = kept_outer(nest, dims, strides);
+      const std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
+      const std::string arr = cat("arr", ri), n = lit(inner_block(nest, dims, strides));
+      std::string base = "0", inner = "0";
+      for (std::size_t l = 0; l < levels; ++l)
+        if (ls[l] != 0) (l < kept ? base : inner) += cat(" + i", l, " * ", lit(ls[l]));
+      opened[kept] += cat(a.type, " ", arr, "[", n, "];\nfor (int64_t q = 0; q < ", n, "; ++q) ",
+                          arr, "[q] = ", a.fn("identity"), "();\n");
+      closed[kept] += cat("for (int64_t q = 0; q < ", n, "; ++q) ", result, "[", base,
+                          " + q] = (", c_type(r.dtype), ")", a.fn("narrow"), "(", arr, "[q]);\n");
+      a.name = cat(arr, "[", inner, "]");
+      a.local_array = true;
+      carried = carried || ls[levels - 1] == 0;
+    } else if (ranged && kept_outer(nest, dims, strides) == 0 && r.numel <= kLocalArray) {
+      // An array on the stack: a thread's part of the outer loop goes to `partial` whole,
+      // and the merge combines the threads' arrays element by element.
+      const std::string arr = cat("arr", ri), n = lit(r.numel);
+      const std::string slot = cat(lit(out.partials), " + q");
+      pre += cat(a.type, " ", arr, "[", n, "];\nfor (int64_t q = 0; q < ", n, "; ++q) ", arr,
+                 "[q] = ", a.fn("identity"), "();\n");
+      to_result += cat("for (int64_t q = 0; q < ", n, "; ++q) ", result, "[q] = (", c_type(r.dtype),
+                       ")", a.fn("narrow"), "(", arr, "[q]);\n");
+      to_partial += cat("for (int64_t q = 0; q < ", n, "; ++q) ",
+                        slot_at("(unsigned char*)partial", slot, a.type), " = ", arr, "[q];\n");
+      out.merge +=
+          cat("for (int64_t q = 0; q < ", n, "; ++q) {\n", a.type, " m = ", a.fn("identity"),
+              "();\nfor (int t = 0; t < count; ++t) m = ", a.fn("combine"), "(m, ",
+              slot_at("partials + t * stride", slot, "const " + a.type), ");\n", result, "[q] = (",
+              c_type(r.dtype), ")", a.fn("narrow"), "(m);\n}\n");
+      out.partials += int(r.numel);
+      a.name = cat(arr, "[", offset_expr(nest, dims, strides, 0), "]");
+      a.local_array = true;
+      carried = carried || !nest.chain || levels == 0 ||
+                level_strides(nest, dims, strides)[levels - 1] == 0;
     } else {
       const std::string arr = cat("((", a.type, "*)(ws + ", lit(e.scratch_offset + scratch), "))");
       pre += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", arr,
@@ -300,7 +373,8 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   out.splittable = levels > 0;
   for (const Acc& a : accs)
     out.splittable =
-        out.splittable && (a.level >= 1 || (ranged && a.level == 0)) && a.level <= levels;
+        out.splittable &&
+        (a.local_array || ((a.level >= 1 || (ranged && a.level == 0)) && a.level <= levels));
   if (out.partials > 0) {
     out.merge = cat("const int64_t stride = ", lit(8 * out.partials), ";\n", out.merge);
     closed[0] += cat("if (partial != 0) {\n", to_partial, "} else {\n", to_result, "}\n");
@@ -310,8 +384,9 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   std::vector<std::size_t> locals;
   for (std::size_t ri = 0; ri < accs.size(); ++ri)
     if (accs[ri].level <= levels) locals.push_back(ri);
-  const bool lanes = e.ivdep && levels > 0 && !locals.empty() && scratch == 0 &&
-                     nest.extent[levels - 1] >= 2 * kLanes;
+  const bool ivdep = e.ivdep && scratch == 0 && !carried;
+  const bool lanes =
+      ivdep && levels > 0 && !locals.empty() && nest.extent[levels - 1] >= 2 * kLanes;
   std::string text = cat("{ /* sweep ", si, ": ", what, " */\n", pre, opened[0]);
   const std::string flat_t = nest.chain ? "" : "const int64_t t = i0;\n";
   for (std::size_t l = 0; l < levels; ++l) {
@@ -339,7 +414,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
       // The remaining iterations, fewer than a block.
       text += cat("for (int64_t ", i, " = ", blk, "; ", i, " < ", hi, "; ++", i, ") {\n");
     } else {
-      if (e.ivdep && scratch == 0) text += "#pragma GCC ivdep\n";
+      if (ivdep) text += "#pragma GCC ivdep\n";
       text += header;
     }
     text += flat_t;

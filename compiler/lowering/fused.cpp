@@ -258,10 +258,27 @@ void lower_fused(LoweringState& state) {
     auto id = ValueId(i);
     eligible[std::size_t(i)] = !state.claimed(id) && fusible_op(state.node(id).op);
   }
-  std::vector<FusionGroup> groups = fusion_groups(g, eligible);
-  absorb_broadcasts(g, groups);
-  for (const FusionGroup& group : groups)
-    if (!group.nodes.empty()) state.offer(FusedBuilder(g, state.target(), group).build());
+  // A node a kernel of an earlier stage covers reads only what that kernel reads (or
+  // computes itself): a convolution's relu epilogue reads no zeros.
+  std::vector<const Kernel*> claimed_by(std::size_t(g.size()), nullptr);
+  for (const Kernel& k : state.kernels())
+    for (ValueId c : k.covered) claimed_by[std::size_t(c)] = &k;
+  auto reads = [&](ValueId reader, ValueId operand) {
+    const Kernel* k = claimed_by[std::size_t(reader)];
+    auto in = [operand](const std::vector<ValueId>& list) {
+      return std::find(list.begin(), list.end(), operand) != list.end();
+    };
+    return k == nullptr || in(k->inputs) || in(k->covered);
+  };
+  std::vector<FusionGroup> groups = fusion_groups(g, eligible, reads);
+  absorb_broadcasts(g, groups, reads);
+  for (const FusionGroup& group : groups) {
+    if (group.nodes.empty()) continue;
+    if (group.outputs.empty())
+      state.drop(group.nodes);  // read only by nodes whose kernels do not read them
+    else
+      state.offer(FusedBuilder(g, state.target(), group).build());
+  }
 }
 
 }  // namespace glia::lowering

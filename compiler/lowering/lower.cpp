@@ -62,6 +62,14 @@ void LoweringState::add(Kernel kernel) {
   kernels_.push_back(std::move(kernel));
 }
 
+void LoweringState::drop(const std::vector<ValueId>& ids) {
+  for (ValueId id : ids) {
+    check(!claimed_[static_cast<std::size_t>(id)], "lowering: node %", id, " (",
+          op_name(node(id).op), ") dropped after a kernel claimed it");
+    claimed_[static_cast<std::size_t>(id)] = true;
+  }
+}
+
 void lower_reference(LoweringState& state) {
   const Graph& g = state.graph();
   for (std::int64_t i = 0; i < g.size(); ++i) {

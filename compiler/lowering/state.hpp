@@ -33,6 +33,10 @@ class LoweringState {
   bool offer(Kernel kernel);
   // Claims without asking: the reference kernels, which every backend runs.
   void add(Kernel kernel);
+  // Claims values that no kernel reads, computing them nowhere (the zeros a convolution's
+  // relu epilogue was the maximum with, once their other readers are covered too).
+  void drop(const std::vector<ValueId>& ids);
+  const std::vector<Kernel>& kernels() const { return kernels_; }
   std::vector<Kernel> take_kernels() { return std::move(kernels_); }
 
  private:

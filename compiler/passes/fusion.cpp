@@ -58,9 +58,10 @@ namespace {
 
 class Grouper {
  public:
-  Grouper(const Graph& g, const std::vector<bool>& eligible)
+  Grouper(const Graph& g, const std::vector<bool>& eligible, const ReadsOperand& reads)
       : g_(g),
         eligible_(eligible),
+        reads_(reads),
         n_(static_cast<std::size_t>(g.size())),
         group_(n_, -1),
         parent_(n_),
@@ -188,6 +189,7 @@ class Grouper {
       int gi = group_of(ValueId(i));
       for (ValueId o : node(ValueId(i)).inputs) {
         int go = group_of(o);
+        if (gi < 0 && reads_ && !reads_(ValueId(i), o)) continue;
         if (go >= 0 && go != gi) read_outside[std::size_t(o)] = true;
         if (gi >= 0 && go != gi) {
           auto& in = groups[std::size_t(index[std::size_t(gi)])].inputs;
@@ -203,6 +205,7 @@ class Grouper {
 
   const Graph& g_;
   const std::vector<bool>& eligible_;
+  const ReadsOperand& reads_;
   std::size_t n_;
   std::vector<int> group_, parent_;
   std::vector<std::uint64_t> seen_;  // == stamp_: visited by the current search
@@ -213,20 +216,24 @@ class Grouper {
 
 }  // namespace
 
-std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<bool>& eligible) {
+std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<bool>& eligible,
+                                       const ReadsOperand& reads) {
   check(eligible.size() == static_cast<std::size_t>(graph.size()), "fusion_groups: graph '",
         graph.name(), "' has ", graph.size(), " nodes, eligible has ", eligible.size());
-  return Grouper(graph, eligible).run();
+  return Grouper(graph, eligible, reads).run();
 }
 
-void absorb_broadcasts(const Graph& g, std::vector<FusionGroup>& groups) {
+void absorb_broadcasts(const Graph& g, std::vector<FusionGroup>& groups,
+                       const ReadsOperand& reads) {
   const auto n = std::size_t(g.size());
   std::vector<int> group_of(n, -1);
   for (std::size_t k = 0; k < groups.size(); ++k)
     for (ValueId v : groups[k].nodes) group_of[std::size_t(v)] = int(k);
   std::vector<std::vector<ValueId>> users(n);
   for (std::size_t i = 0; i < n; ++i)
-    for (ValueId in : g.nodes()[i].inputs) users[std::size_t(in)].push_back(ValueId(i));
+    for (ValueId in : g.nodes()[i].inputs)
+      if (group_of[i] >= 0 || !reads || reads(ValueId(i), in))
+        users[std::size_t(in)].push_back(ValueId(i));
   std::vector<bool> returned(n, false);
   for (ValueId o : g.outputs()) returned[std::size_t(o)] = true;
   auto erase = [](std::vector<ValueId>& list, ValueId v) {

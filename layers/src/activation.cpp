@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "glia/autograd/grad.hpp"
 #include "layer_util.hpp"
 
 namespace glia {
@@ -69,7 +70,18 @@ Expr mish(const Expr& x) {
   return f * glia::tanh(softplus(f));
 }
 
-Expr relu(const Expr& x) { return glia::relu(x); }
+// max(x, 0), with the gradient of Axon's and PyTorch's relu: the cotangent where the output is
+// positive and zero elsewhere, at 0 too (max's own rule would give half there). Written on the
+// output, the backward pass needs only what the forward pass keeps anyway, so a compiled
+// training step need not store the pre-activation or a mask beside it, and the relu can join
+// the producing matmul or convolution as its epilogue.
+Expr relu(const Expr& x) {
+  Expr y = glia::relu(x);
+  if (!is_float(x.dtype())) return y;
+  return custom_grad(y, {x}, [y](const Expr& cotangent) {
+    return std::vector<Expr>{select(greater(y, 0.0), cotangent, 0.0)};
+  });
+}
 
 Expr relu6(const Expr& x) { return clip(x, 0, 6); }
 

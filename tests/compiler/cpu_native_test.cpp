@@ -199,6 +199,55 @@ TEST(CpuNative, WholeArrayReductionsSplitBetweenThreadsMergeTheirPartials) {
   }
 }
 
+// Reductions over outer axes (a bias's gradient: the sum over every axis but channels)
+// and over a middle axis: each thread accumulates its part of the outer loop in an array on
+// the stack, the merge adds the threads' arrays in thread order. A relu's adjoint (a
+// select widened into f64 sums) in the same sweep still vectorises.
+TEST(CpuNative, ReductionsOverOuterAxesRunCompiledAndSplitBetweenThreads) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("columns");
+  constexpr std::int64_t kN = 1001, kH = 7, kC = 37;  // rows split unevenly; odd channels
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr d = select(greater(in[1], 0.0), in[0], 0.0);
+        return std::vector<Expr>{d, sum(d, {0, 1}), reduce_max(in[0], {0, 1}), sum(in[0], {1})};
+      },
+      {{f32, {kN, kH, kC}}, {f32, {kN, kH, kC}}}, "columns");
+  std::vector<float> g0(std::size_t(kN * kH * kC)), y(g0.size());
+  for (std::size_t i = 0; i < g0.size(); ++i) {
+    g0[i] = float((i * 29) % 1013) / 1013.f - 0.5f;
+    y[i] = float((i * 17) % 89) / 89.f - 0.3f;
+  }
+  // By hand: the sums in f64, the maxima, and the middle-axis sums.
+  std::vector<double> col(kC, 0.0), mid(std::size_t(kN * kC), 0.0);
+  std::vector<float> top(kC, -1e30f);
+  for (std::int64_t n = 0; n < kN; ++n)
+    for (std::int64_t h = 0; h < kH; ++h)
+      for (std::int64_t c = 0; c < kC; ++c) {
+        const std::size_t i = std::size_t((n * kH + h) * kC + c);
+        col[std::size_t(c)] += y[i] > 0 ? g0[i] : 0.0f;
+        top[std::size_t(c)] = std::max(top[std::size_t(c)], g0[i]);
+        mid[std::size_t(n * kC + c)] += g0[i];
+      }
+  std::vector<Tensor> in{Tensor::from<float>(g0, Shape{kN, kH, kC}),
+                         Tensor::from<float>(y, Shape{kN, kH, kC})};
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(cat(threads, " threads"));
+    auto exe = on_cpu(g, threads);
+    EXPECT_EQ(count_text(exe->describe(), "glia tile executor"), 0) << exe->describe();
+    std::vector<Tensor> got = exe->run(in);
+    ASSERT_EQ(got.size(), 4u);
+    for (std::int64_t c = 0; c < kC; ++c) {
+      EXPECT_NEAR(got[1].data<float>()[c], col[std::size_t(c)], 1e-4) << "channel " << c;
+      EXPECT_EQ(got[2].data<float>()[c], top[std::size_t(c)]) << "channel " << c;
+    }
+    for (std::int64_t i = 0; i < kN * kC; i += 97)
+      EXPECT_NEAR(got[3].data<float>()[i], mid[std::size_t(i)], 1e-5) << "element " << i;
+    expect_close({got[0]}, {interpret(g, in)[0]}, 0, 0);
+  }
+}
+
 // Donated inputs taken crosswise by outputs (the new moment written over the parameter
 // that the same element still reads): each element's loads come before its stores.
 TEST(CpuNative, OutputsWrittenOverDonatedInputsReadTheirElementsFirst) {

@@ -1,11 +1,13 @@
 // The `cpu` backend's max pooling against the interpreter: window_max on oneDNN's
 // pooling and select_and_scatter on its own first-maximum loop, over channels-last and
 // channels-first layouts, strides, padding, overlapping windows and ties.
+#include <limits>
 #include <map>
 #include <string>
 
 #include "compiler/cpu_test_util.hpp"
 #include "glia/autograd/grad.hpp"
+#include "scoped_env.hpp"
 
 namespace glia::testing {
 namespace {
@@ -21,6 +23,11 @@ std::vector<PoolCase> pool_cases() {
   return {
       {"nhwc_2x2", {3, 8, 8, 5}, {1, 2, 2, 1}, {}},
       {"nhwc_odd", {1, 7, 9, 3}, {1, 2, 2, 1}, {}},
+      // Channel counts past a vector register (16 lanes with AVX-512, 8 with AVX2), with
+      // a remainder: whole registers, then the scalar channels.
+      {"nhwc_wide", {2, 6, 6, 37}, {1, 2, 2, 1}, {}},
+      {"nhwc_wide_uncovered", {3, 5, 7, 20}, {1, 2, 2, 1}, {}},
+      {"nhwc_wide_3x3_stride3", {2, 9, 7, 33}, {1, 3, 3, 1}, {.strides = {1, 3, 3, 1}}},
       {"nchw_3x3_stride2", {2, 3, 9, 10}, {1, 1, 3, 3}, {.strides = {1, 1, 2, 2}}},
       {"overlapping_padded",
        {2, 7, 6, 4},
@@ -54,20 +61,26 @@ Shape pooled_shape(const PoolCase& c) {
   return g.type(g.outputs()[0]).shape;
 }
 
+// The adjoint's loops in each vector width this machine has (GLIA_CPU_ISA caps it; an
+// unknown value leaves the widest).
+const char* const kIsas[] = {"widest", "avx2", "baseline"};
+
 TEST(CpuPool, MaxPoolAndItsGradientMatchInterp) {
   GLIA_REQUIRE_CPU_BACKEND();
-  for (const PoolCase& c : pool_cases()) {
-    SCOPED_TRACE(c.name);
-    Shape y = pooled_shape(c);
-    Graph g = pool_graph(c, y);
-    auto exe = expect_cpu_matches_interp(g, {seeded(c.x, f32, -1, 1, 1), seeded(y, f32, -1, 1, 2)},
-                                         1e-6, 1e-6);
-    std::map<PoolSpec::Kind, int> kinds;
-    for (const PoolSpec* p : exe->program().specs<PoolSpec>()) ++kinds[p->kind];
-    EXPECT_EQ(kinds[PoolSpec::Kind::max], 1) << exe->describe();
-    EXPECT_EQ(kinds[PoolSpec::Kind::max_backward], 1) << exe->describe();
-    EXPECT_TRUE(reference_ops(*exe).empty()) << exe->describe();
-  }
+  for (const char* isa : kIsas)
+    for (const PoolCase& c : pool_cases()) {
+      ScopedEnv cap("GLIA_CPU_ISA", isa);
+      SCOPED_TRACE(cat(c.name, " ", isa));
+      Shape y = pooled_shape(c);
+      Graph g = pool_graph(c, y);
+      auto exe = expect_cpu_matches_interp(
+          g, {seeded(c.x, f32, -1, 1, 1), seeded(y, f32, -1, 1, 2)}, 1e-6, 1e-6);
+      std::map<PoolSpec::Kind, int> kinds;
+      for (const PoolSpec* p : exe->program().specs<PoolSpec>()) ++kinds[p->kind];
+      EXPECT_EQ(kinds[PoolSpec::Kind::max], 1) << exe->describe();
+      EXPECT_EQ(kinds[PoolSpec::Kind::max_backward], 1) << exe->describe();
+      EXPECT_TRUE(reference_ops(*exe).empty()) << exe->describe();
+    }
 }
 
 // Ties go to the first maximum in window order: in a window of equal values, the
@@ -104,6 +117,57 @@ TEST(CpuPool, TiesGoToTheFirstMaximum) {
   EXPECT_EQ(back.source.dims, (std::vector<std::int64_t>{1, 2, 2, 2}));
   EXPECT_EQ(back.window, (std::vector<std::int64_t>{2, 2}));
   EXPECT_EQ(back.strides, (std::vector<std::int64_t>{2, 2}));
+}
+
+// The first maximum per channel where the channels fill vector registers: a NaN beats
+// numbers and the first NaN stays; equal values and infinities go to the first position.
+TEST(CpuPool, NaNsAndTiesPickTheFirstMaximumInEveryChannel) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  constexpr int kChannels = 35;  // two 16-lane registers and 3 more
+  PoolCase c{"nan_ties", {1, 2, 2, kChannels}, {1, 2, 2, 1}, {}};
+  Graph g = pool_graph(c, {1, 1, 1, kChannels});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // Window position k (0..3, row-major) of channel ch, and the position that wins.
+  std::vector<float> x(4 * kChannels);
+  std::vector<int> winner(kChannels);
+  for (int ch = 0; ch < kChannels; ++ch) {
+    float v[4] = {1, 1, 1, 1};
+    switch (ch % 6) {
+      case 0:  // all equal
+        winner[std::size_t(ch)] = 0;
+        break;
+      case 1:  // a NaN beats a larger number
+        v[1] = 5, v[2] = nan, winner[std::size_t(ch)] = 2;
+        break;
+      case 2:  // two NaNs: the first stays
+        v[1] = nan, v[3] = nan, winner[std::size_t(ch)] = 1;
+        break;
+      case 3:  // a plain maximum last
+        v[3] = 2 + float(ch), winner[std::size_t(ch)] = 3;
+        break;
+      case 4:  // all -inf
+        v[0] = v[1] = v[2] = v[3] = -inf, winner[std::size_t(ch)] = 0;
+        break;
+      default:  // +inf ties: the first
+        v[1] = inf, v[2] = inf, winner[std::size_t(ch)] = 1;
+        break;
+    }
+    for (int k = 0; k < 4; ++k) x[std::size_t(k * kChannels + ch)] = v[k];
+  }
+  std::vector<float> w(kChannels);
+  for (int ch = 0; ch < kChannels; ++ch) w[std::size_t(ch)] = float(ch + 1);
+  std::vector<double> want(4 * kChannels, 0.0);
+  for (int ch = 0; ch < kChannels; ++ch)
+    want[std::size_t(winner[std::size_t(ch)] * kChannels + ch)] = ch + 1;
+  std::vector<Tensor> args{Tensor::from(x, Shape{1, 2, 2, kChannels}),
+                           Tensor::from(w, Shape{1, 1, 1, kChannels})};
+  for (const char* isa : kIsas) {
+    ScopedEnv cap("GLIA_CPU_ISA", isa);
+    SCOPED_TRACE(isa);
+    Tensor grad = compile_graph(g, "cpu")->run(args)[1];
+    expect_tensor(grad, f32, {1, 2, 2, kChannels}, want);
+  }
 }
 
 TEST(CpuPool, OtherCasesAreLeftToOtherKernels) {

@@ -228,6 +228,20 @@ TEST(Activations, ByNameCoversAllTwentyTwo) {
               ThrowsMessage<Error>(HasSubstr("unknown activation 'swish' (known: celu, elu")));
 }
 
+// relu's gradient passes the cotangent where the output is positive and nothing elsewhere,
+// at 0 too (Axon's custom gradient and PyTorch's; max(x, 0)'s own rule would give half).
+TEST(Activations, ReluGradientIsZeroAtZero) {
+  Tensor x = Tensor::from<float>({-2.0f, -0.0f, 0.0f, 1e-30f, 3.0f});
+  Tensor w = Tensor::from<float>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f});
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{gradients(sum(activations::relu(in[0]) * in[1]), {in[0]})[0]};
+      },
+      {x.type(), w.type()});
+  EXPECT_EQ(interpret(g, std::vector<Tensor>{x, w})[0].to_vector<float>(),
+            (std::vector<float>{0, 0, 0, 4, 5}));
+}
+
 TEST(Activations, IntegerInputs) {
   Tensor t = Tensor::from<std::int32_t>({-2, 0, 3});
   auto eval = [&](const Act& f) {

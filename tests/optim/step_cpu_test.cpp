@@ -9,7 +9,10 @@
 #include <set>
 
 #include "glia/compiler/registry.hpp"
+#include "glia/layers/convolution.hpp"
 #include "glia/layers/dropout.hpp"
+#include "glia/layers/pooling.hpp"
+#include "glia/layers/shaping.hpp"
 #include "glia/layers/linear.hpp"
 #include "glia/optim/losses.hpp"
 #include "glia/optim/optimizers.hpp"
@@ -121,6 +124,36 @@ TEST(TrainStepCpu, ReachesTheInterpretersAccuracy) {
   // Same seed, same batches, same dropout masks: the runs differ by rounding only.
   for (std::size_t i = 0; i < final_bias[0].size(); ++i)
     EXPECT_NEAR(final_bias[1][i], final_bias[0][i], 1e-3);
+}
+
+// A relu's adjoint reads the relu's output (Axon's and PyTorch's gradient), so the
+// training step keeps neither the pre-activation nor a mask: the relu runs as the
+// convolution's and the dense layer's epilogue, no kernel writes a mask or a tensor of
+// zeros, and the pooling's adjoint and the bias gradients read the relu's output.
+TEST(TrainStepCpu, ReluRunsAsTheEpilogueAndKeepsNoMask) {
+  if (!cpu_built()) GTEST_SKIP() << "glia was built without oneDNN";
+  Model x = input("x", {-1, 8, 8, 1});
+  Model y = conv(x, 16, {.kernel_size = {3, 3}, .activation = "relu"});
+  y = max_pool(y, {.kernel_size = {2, 2}});
+  y = dense(flatten(y), 8, {.activation = "relu"});
+  Model m = dense(y, 3, {.activation = "softmax"});
+  TrainStep step(m, cross_entropy, optimizers::adam(1e-3), {.backend = "cpu"});
+  TrainState s = step.init(1);
+  std::vector<float> xs(4 * 64), ys(4 * 3, 0.0f);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = float(i % 13) / 13.0f - 0.4f;
+  for (int i = 0; i < 4; ++i) ys[std::size_t(i * 3 + i % 3)] = 1.0f;
+  Tensor xb = Tensor::from(xs, Shape{4, 8, 8, 1}), yb = Tensor::from(ys, Shape{4, 3});
+  const std::string text = step.describe(s, xb, yb);
+  const std::string kernels = text.substr(0, text.find("\ngraph "));
+  EXPECT_NE(kernels.find("+ bias, relu : f32[4][6][6][16]"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("+ bias, relu : f32[4][8]"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("fused[broadcast max gt eq select]"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("fused[broadcast] f32[4]"), std::string::npos) << kernels;
+  // And it trains: the loss falls over a few steps on one batch.
+  const double first = step(s, xb, yb).loss;
+  double last = first;
+  for (int i = 0; i < 20; ++i) last = step(s, xb, yb).loss;
+  EXPECT_LT(last, first);
 }
 
 }  // namespace

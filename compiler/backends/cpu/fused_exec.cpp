@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 
 #include "backends/cpu/fused_program.hpp"
@@ -77,15 +79,41 @@ namespace {
 using RunFn = void (*)(const Sweep&, const Bindings&, int);
 
 RunFn pick() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return &isa_avx512::run;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &isa_avx2::run;
-  return &isa_baseline::run;
+  switch (vector_isa()) {
+    case VectorIsa::avx512:
+      return &isa_avx512::run;
+    case VectorIsa::avx2:
+      return &isa_avx2::run;
+    default:
+      return &isa_baseline::run;
+  }
 }
 
 }  // namespace
+
+}  // namespace glia::detail::cpu::fused
+
+namespace glia::detail::cpu {
+
+VectorIsa vector_isa() {
+  __builtin_cpu_init();
+  VectorIsa isa = VectorIsa::baseline;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    isa = VectorIsa::avx512;
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    isa = VectorIsa::avx2;
+  if (const char* cap = std::getenv("GLIA_CPU_ISA"); cap != nullptr) {
+    const std::string_view c(cap);
+    if (c == "baseline") isa = VectorIsa::baseline;
+    if (c == "avx2" && isa == VectorIsa::avx512) isa = VectorIsa::avx2;
+  }
+  return isa;
+}
+
+}  // namespace glia::detail::cpu
+
+namespace glia::detail::cpu::fused {
 
 void run_sweep(const Sweep& sweep, const Bindings& bindings, int threads) {
   static const RunFn fn = pick();

@@ -13,6 +13,39 @@ namespace glia::detail::cpu {
 
 namespace {
 
+// Channels-last windows that neither overlap nor leave the input, for one image: per
+// spatial axis the windows' count and where each next one starts in the input and in the
+// source (elements); the offset of each window position in the input; the channels.
+struct ChannelsLastWindows {
+  std::int64_t out_dims[3] = {1, 1, 1}, in_step[3] = {0, 0, 0}, out_step[3] = {0, 0, 0};
+  std::vector<std::int64_t> offsets;
+  std::int64_t channels = 0;
+};
+
+// The image loop (onednn_pool_image.inc) in each ISA's vector width, as GCC vector types:
+// a template could not do it, GCC lowers a vector type in the target of the function that
+// declares it, before inlining, and drops a vector_size that depends on a parameter.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
+namespace isa_avx512 {
+constexpr int kLanes = 16;
+#include "backends/cpu/onednn_pool_image.inc"
+}  // namespace isa_avx512
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+namespace isa_avx2 {
+constexpr int kLanes = 8;
+#include "backends/cpu/onednn_pool_image.inc"
+}  // namespace isa_avx2
+#pragma GCC pop_options
+
+namespace isa_baseline {
+constexpr int kLanes = 4;
+#include "backends/cpu/onednn_pool_image.inc"
+}  // namespace isa_baseline
+
 class MaxPoolKernel final : public CpuKernel {
  public:
   MaxPoolKernel(const dnnl::pooling_v2_forward::primitive_desc& pd, const dnnl::engine& engine,
@@ -94,6 +127,25 @@ class MaxPoolBackwardKernel final : public CpuKernel {
     }
     exact_ = exact_ && disjoint_;
     image_contiguous_ = in_dims_[0] > 0 && in_strides_[0] * in_dims_[0] == numel_;
+    // Channels-last disjoint windows with no padding at either end (every window lies
+    // inside the input; a negative high padding leaves the last elements out): the lean
+    // loop of run_channels_last.
+    bool unpadded = true;
+    for (std::int64_t h : p.padding_high) unpadded = unpadded && h <= 0;
+    channels_last_ = disjoint_ && unpadded && in_strides_[1] == 1 && out_strides_[1] == 1;
+    for (std::int64_t k = 0; k < positions_; ++k) {
+      std::int64_t kk[3] = {k / (window_[1] * window_[2]), k / window_[2] % window_[1],
+                            k % window_[2]};
+      std::int64_t at = 0;
+      for (int d = 0; d < 3; ++d) at += kk[d] * in_strides_[std::size_t(d) + 2];
+      windows_.offsets.push_back(at);
+    }
+    for (int d = 0; d < 3; ++d) {
+      windows_.out_dims[d] = out_dims_[std::size_t(d) + 2];
+      windows_.in_step[d] = stride_[d] * in_strides_[std::size_t(d) + 2];
+      windows_.out_step[d] = out_strides_[std::size_t(d) + 2];
+    }
+    windows_.channels = channels_;
   }
 
   void run(RunContext& ctx) const override {
@@ -102,6 +154,7 @@ class MaxPoolBackwardKernel final : public CpuKernel {
     auto* out = ctx.at<float>(out_);
     if (!exact_ && !image_contiguous_)
       std::memset(out, 0, static_cast<std::size_t>(numel_) * sizeof(float));
+    if (channels_last_) return run_channels_last(x, src, out);
     const std::int64_t cs = in_strides_[1], src_cs = out_strides_[1];
     // Images are independent (each writes only its own slice of `out`): one per thread at
     // a time, each thread with its own running maxima.
@@ -160,6 +213,29 @@ class MaxPoolBackwardKernel final : public CpuKernel {
       }
     }
   }
+  // Channels-last, disjoint and unpadded: one image per thread at a time.
+  void run_channels_last(const float* x, const float* src, float* out) const {
+#pragma omp parallel for schedule(static) if (in_dims_[0] > 1 && numel_ >= 32768)
+    for (std::int64_t b = 0; b < in_dims_[0]; ++b) {
+      if (!exact_ && image_contiguous_)
+        std::memset(out + b * in_strides_[0], 0,
+                    static_cast<std::size_t>(in_strides_[0]) * sizeof(float));
+      image_(windows_, x + b * in_strides_[0], src + b * out_strides_[0], out + b * in_strides_[0]);
+    }
+  }
+
+  using ImageFn = void (*)(const ChannelsLastWindows&, const float*, const float*, float*);
+  static ImageFn pick_image() {
+    switch (vector_isa()) {
+      case VectorIsa::avx512:
+        return &isa_avx512::pool_adjoint_image;
+      case VectorIsa::avx2:
+        return &isa_avx2::pool_adjoint_image;
+      default:
+        return &isa_baseline::pool_adjoint_image;
+    }
+  }
+
   // The running first maximum per channel after window position k (a NaN beats numbers
   // and the first NaN stays).
   template <class Stride>
@@ -190,7 +266,9 @@ class MaxPoolBackwardKernel final : public CpuKernel {
   std::int64_t window_[3] = {1, 1, 1}, stride_[3] = {1, 1, 1}, dilation_[3] = {1, 1, 1},
                pad_[3] = {0, 0, 0};
   std::int64_t numel_ = 0, channels_ = 1, positions_ = 1;
-  bool disjoint_ = false, exact_ = false, image_contiguous_ = false;
+  ChannelsLastWindows windows_;  // the geometry the per-ISA image loops read
+  bool disjoint_ = false, exact_ = false, image_contiguous_ = false, channels_last_ = false;
+  ImageFn image_ = pick_image();
 };
 
 }  // namespace

@@ -63,6 +63,12 @@ std::unique_ptr<CpuKernel> realise_matmul(const Graph& graph, const Kernel& kern
                                           const dnnl::engine& engine);
 std::unique_ptr<CpuKernel> realise_convolution(const Kernel& kernel, const dnnl::engine& engine);
 std::unique_ptr<CpuKernel> realise_pooling(const Kernel& kernel, const dnnl::engine& engine);
+
+// The widest vector instructions glia's own loops use (the tile executor's, pooling's
+// adjoint): what the CPU has, capped by GLIA_CPU_ISA=avx2 or baseline in the environment,
+// so that the narrower loops can be run and tested on a wider machine.
+enum class VectorIsa { baseline, avx2, avx512 };
+VectorIsa vector_isa();
 std::unique_ptr<CpuKernel> realise_direct(const Graph& graph, const Kernel& kernel);
 // pad and concatenate (direct_layout.cpp), called by realise_direct.
 std::unique_ptr<CpuKernel> realise_direct_layout(const Graph& graph, const Kernel& kernel);

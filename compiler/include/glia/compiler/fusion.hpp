@@ -5,6 +5,7 @@
 //   auto groups = glia::fusion_groups(graph, eligible);  // eligible: not claimed elsewhere
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "glia/core/graph.hpp"
@@ -37,7 +38,14 @@ struct FusionGroup {
 // readers of its outputs. A broadcast joins its operand's group only when it enlarges
 // it (a reduction's result broadcast back: softmax); transpose, slice and reverse
 // start a new group rather than force their operand into memory mid-kernel.
-std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<bool>& eligible);
+//
+// `reads`, when given, says whether a node outside the eligible ones really reads an
+// operand: a node a library kernel covers may not (a relu run as a convolution's
+// epilogue does not read the zeros it is the maximum with), and a value no one else
+// reads need not be written out.
+using ReadsOperand = std::function<bool(ValueId reader, ValueId operand)>;
+std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<bool>& eligible,
+                                       const ReadsOperand& reads = {});
 
 // A broadcast that one other group alone reads moves into that group, which reads the
 // broadcast's operand through a view: it is never written out. (An optimizer's bias
@@ -45,6 +53,7 @@ std::vector<FusionGroup> fusion_groups(const Graph& graph, const std::vector<boo
 // one kernel and streamed back by the next.) Only the pair's edge changes: the reader
 // now takes the operand, which the producer computes before it, from the same producer.
 // Groups may be left empty.
-void absorb_broadcasts(const Graph& graph, std::vector<FusionGroup>& groups);
+void absorb_broadcasts(const Graph& graph, std::vector<FusionGroup>& groups,
+                       const ReadsOperand& reads = {});
 
 }  // namespace glia
