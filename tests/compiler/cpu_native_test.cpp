@@ -137,6 +137,41 @@ TEST(CpuNative, LargeSweepsRunCompiledAndSplitBetweenThreads) {
   expect_close(exe->run(xs), interpret(s, xs), 1e-5, 1e-7);
 }
 
+// An executable with a sweep large enough to pay for a compiler run compiles its small
+// sweeps into the same library; one with small sweeps alone builds no library.
+TEST(CpuNative, SmallSweepsJoinALibraryBuiltAnyway) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("small");
+  auto graph = [](std::int64_t big) {
+    return trace(
+        [](const std::vector<Expr>& in) {
+          return std::vector<Expr>{exp(in[0]) * 2.0, sum(in[1] * 3.0)};
+        },
+        {{f32, {big}}, {f32, {10}}}, "small_and_large");
+  };
+  auto inputs = [](std::int64_t big) {
+    std::vector<float> a(static_cast<std::size_t>(big)), b(10);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i % 17) / 17.0f;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(i) - 4.0f;
+    return std::vector<Tensor>{Tensor::from<float>(a), Tensor::from<float>(b)};
+  };
+  Graph both = graph(50000);
+  auto exe = on_cpu(both, 2);
+  EXPECT_EQ(count_text(exe->describe(), "compiled C"), 2) << exe->describe();
+  EXPECT_EQ(count_text(exe->describe(), "tile executor"), 0) << exe->describe();
+  std::vector<Tensor> got = exe->run(inputs(50000));
+  EXPECT_FLOAT_EQ(got[1].item<float>(), 15.0f);  // 3 * sum(i - 4) over i < 10
+  expect_close(got, interpret(both, inputs(50000)), 1e-6, 1e-6);
+  const int libraries = count_files(cache.dir(), ".so");
+  EXPECT_EQ(libraries, 1);
+  Graph small = graph(100);
+  auto tiny = on_cpu(small, 2);
+  EXPECT_EQ(count_text(tiny->describe(), "compiled C"), 0) << tiny->describe();
+  EXPECT_EQ(count_files(cache.dir(), ".so"), libraries);
+  expect_close(tiny->run(inputs(100)), interpret(small, inputs(100)), 1e-6, 1e-6);
+}
+
 // Whole-array reductions: each thread accumulates its part of the outer loop in blocks of
 // lanes (and a remainder), writes its partials, and the merge combines them in thread
 // order. Several accumulators of different types in one sweep; a NaN in a lane block, in

@@ -174,12 +174,17 @@ std::vector<Sweep> realise_sweeps(const FusedSpec& spec) {
 
 namespace {
 
-// Sweeps with less work than this (elements times Sweep::cost) stay on the tile executor
-// unless every sweep is to be compiled. Compiled loops beat the tile executor at every
+// An executable whose sweeps all have less work than this (elements times Sweep::cost)
+// runs them on the tile executor, unless every sweep is to be compiled; where one has
+// more, the rest join its library (Offer::small). Compiled loops beat the tile executor at every
 // size (softmax over 1,000 f32: 1.18 -> 0.88 us a call); what bounds it is the compiler
 // run (~0.1 s an executable, then cached): at 2K, the test suite with a cold cache builds
 // ~370 libraries and takes 33 s (30 s at 32K), at 0 ~2,500 and 2 min 17 s.
 constexpr std::int64_t kCompileWork = 2 * 1024;
+
+// A sweep over no more elements than this runs compiled even where its loop stayed
+// scalar: the tile executor's set-up costs more than the loop.
+constexpr std::int64_t kFewElements = 256;
 
 class FusedKernel final : public CpuKernel {
  public:
@@ -232,17 +237,21 @@ class FusedKernel final : public CpuKernel {
     }
   }
 
-  void offer(const Program& program, bool every, NativeModule& module) override {
+  void offer(const Program& program, Offer which, NativeModule& module) override {
+    const bool every = which == Offer::every;
     every_ = every;
     for (std::size_t i = 0; i < sweeps_.size(); ++i) {
       const std::int64_t work = sweeps_[i].numel * sweeps_[i].cost;
-      if (sweeps_[i].numel == 0 || (!every && work < kCompileWork)) continue;
+      if (sweeps_[i].numel == 0 || native_[i].function >= 0) continue;
+      if (which == Offer::large && work < kCompileWork) continue;
+      if (which == Offer::small && work >= kCompileWork) continue;
       std::string text;
       auto n = fused::native_sweep(program, spec_, i, in_place_, NativeModule::name(module.next()),
                                    text);
       // A large sweep that threads cannot split runs on the tile executor's threads.
       if (!n || (!every && !n->split && work >= fused::kParallelWork)) continue;
       n->function = module.add(std::move(text));
+      n->small = which == Offer::small && sweeps_[i].numel <= kFewElements;
       native_[i] = *n;
     }
   }
@@ -251,8 +260,9 @@ class FusedKernel final : public CpuKernel {
     for (fused::NativeSweep& n : native_)
       if (n.function >= 0) {
         // A loop the compiler left scalar is slower than the tile executor's vector loops
-        // (a clamp feeding a select, where GCC 12 gives up on if-conversion).
-        if (!every_ && module.scalar(n.function)) continue;
+        // (a clamp feeding a select, where GCC 12 gives up on if-conversion), except over
+        // a few elements (a sum of 10), where the tile executor's overhead is the cost.
+        if (!every_ && !n.small && module.scalar(n.function)) continue;
         n.fn = reinterpret_cast<fused::NativeFn>(module.symbol(n.function));
         if (n.partials > 0)
           n.merge = reinterpret_cast<fused::NativeMerge>(module.symbol(n.function, "_merge"));

@@ -99,6 +99,7 @@ struct NativeSweep {
   bool split = false;
   std::int64_t outer = 1;
   int partials = 0;
+  bool small = false;     // few elements: runs compiled even where its loop is scalar
   NativeFn fn = nullptr;  // once the module is built
   NativeMerge merge = nullptr;
 };

@@ -50,9 +50,12 @@ class CpuKernel {
   virtual std::size_t scratchpad_bytes() const { return 0; }
   // State made once per workspace and handed to run() in RunContext::state; null: none.
   virtual std::unique_ptr<KernelState> make_state() const { return nullptr; }
-  // Fused kernels: add the C functions of the sweeps worth compiling (every sweep with a C
-  // form where `every`) to the executable's module, and take them once it is built.
-  virtual void offer(const Program& /*program*/, bool /*every*/, NativeModule& /*module*/) {}
+  // Fused kernels: add the C functions of the sweeps worth compiling to the executable's
+  // module, and take them once it is built. `large`: those with enough work to pay for a
+  // compiler run; `small`: then the rest, once the compiler runs anyway; `every`: every
+  // sweep with a C form, in one go.
+  enum class Offer { large, small, every };
+  virtual void offer(const Program& /*program*/, Offer /*which*/, NativeModule& /*module*/) {}
   virtual void adopt(const NativeModule& /*module*/) {}
 };
 
