@@ -97,7 +97,12 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
                        .filter = Filter::every(t.checkpoint_every),
                        .config = config});
   }
-  Batches train(data.train, {.batch_size = f.batch_size, .shuffle = true, .seed = f.seed});
+  // The next batch is gathered while a GPU step runs; on the cpu backend the step has
+  // every core.
+  Batches train(data.train, {.batch_size = f.batch_size,
+                             .shuffle = true,
+                             .seed = f.seed,
+                             .prefetch = f.backend == "cuda"});
   LoopState s;
   if (from) {
     std::cout << "resuming " << t.checkpoint << ": " << from->loop.epoch << " epochs and "

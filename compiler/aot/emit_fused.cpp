@@ -256,8 +256,8 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         if (ls[l] != 0) (l < kept ? base : inner) += cat(" + i", l, " * ", lit(ls[l]));
       opened[kept] += cat(a.type, " ", arr, "[", n, "];\nfor (int64_t q = 0; q < ", n, "; ++q) ",
                           arr, "[q] = ", a.fn("identity"), "();\n");
-      closed[kept] += cat("for (int64_t q = 0; q < ", n, "; ++q) ", result, "[", base,
-                          " + q] = (", c_type(r.dtype), ")", a.fn("narrow"), "(", arr, "[q]);\n");
+      closed[kept] += cat("for (int64_t q = 0; q < ", n, "; ++q) ", result, "[", base, " + q] = (",
+                          c_type(r.dtype), ")", a.fn("narrow"), "(", arr, "[q]);\n");
       a.name = cat(arr, "[", inner, "]");
       a.local_array = true;
       carried = carried || ls[levels - 1] == 0;
@@ -318,6 +318,13 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
           pre += def(in.dtype, element_literal(*constant, in.view.offset));
         else if (in.view.scalar())
           pre += def(in.dtype, cat(p, "[", lit(in.view.offset), "]"));
+        else if (in.dtype == DType::boolean)
+          // Read as bytes: GCC 12 vectorises no loop that loads a _Bool beside wider types
+          // (the dropout mask's select), while a byte compared with 0 is a plain vector op.
+          body +=
+              def(in.dtype,
+                  cat("((const unsigned char*)", p, ")[",
+                      offset_expr(nest, in.view.dims, in.view.strides, in.view.offset), "] != 0"));
         else
           body += def(
               in.dtype,

@@ -28,7 +28,12 @@ struct BatchOptions {
   bool shuffle = false;
   std::uint64_t seed = 0;  // epoch e shuffles with a generator seeded from (seed, e)
   bool drop_last = false;
-  bool prefetch = true;  // prepare the next batch on a background thread
+  // Prepare the next batch on a background thread: worth it where a core idles while a
+  // step runs (training on a GPU). Where the step keeps every core busy, as on the cpu
+  // backend, that thread takes one from it (MNIST MLP, batch 128, 2 cores: 500 -> 567 us
+  // a batch), so batches are gathered in next() unless asked for, as PyTorch's DataLoader
+  // does by default.
+  bool prefetch = false;
 };
 
 class BatchIterator {
