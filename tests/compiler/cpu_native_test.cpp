@@ -137,6 +137,33 @@ TEST(CpuNative, LargeSweepsRunCompiledAndSplitBetweenThreads) {
   expect_close(exe->run(xs), interpret(s, xs), 1e-5, 1e-7);
 }
 
+// A dropout's select on a bool mask: the mask is read as bytes, so the loop vectorises and
+// runs compiled (a loop loading a _Bool beside floats stayed scalar, on the tile executor).
+TEST(CpuNative, SelectsOnBoolMasksRunCompiled) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("mask");
+  constexpr std::int64_t kN = 40000;
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{select(in[0], in[1] * 2.0, 0.0)};
+      },
+      {{DType::boolean, {kN}}, {f32, {kN}}}, "mask");
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(kN), 0);
+  std::vector<float> x(static_cast<std::size_t>(kN));
+  for (std::int64_t i = 0; i < kN; ++i) {
+    mask[std::size_t(i)] = std::uint8_t(i % 3 == 0);
+    x[std::size_t(i)] = float(i % 11) - 5.0f;
+  }
+  std::vector<Tensor> in{Tensor::from<std::uint8_t>(mask).cast(DType::boolean),
+                         Tensor::from<float>(x)};
+  auto exe = on_cpu(g, 2);
+  EXPECT_EQ(count_text(exe->describe(), "compiled C"), 1) << exe->describe();
+  Tensor got = exe->run(in)[0];
+  for (std::int64_t i = 0; i < kN; i += 7)
+    EXPECT_EQ(got.data<float>()[i], i % 3 == 0 ? 2.0f * x[std::size_t(i)] : 0.0f) << i;
+}
+
 // An executable with a sweep large enough to pay for a compiler run compiles its small
 // sweeps into the same library; one with small sweeps alone builds no library.
 TEST(CpuNative, SmallSweepsJoinALibraryBuiltAnyway) {
