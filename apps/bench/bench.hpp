@@ -19,6 +19,10 @@ struct Settings {
   bool backends_given = false;  // --backends was on the command line
   double time_seconds = 3;
   double warmup_seconds = 1;
+  // Each case's contenders take turns this many times, each with its share of the time,
+  // so that a minute when the machine runs slow (another VM's load, vCPUs moved apart)
+  // falls on all of them and the ratios hold.
+  int rounds = 3;
   int threads = 2;
   std::string json;
   bool no_peer = false;
@@ -30,9 +34,10 @@ struct Settings {
 };
 
 struct ContenderResult {
-  std::string name;     // "interp", "cpu", "libtorch"
-  std::string skipped;  // why it did not run; empty when it ran
-  Summary summary;      // seconds per call
+  std::string name;              // "interp", "cpu", "libtorch"
+  std::string skipped;           // why it did not run; empty when it ran
+  Summary summary;               // seconds per call
+  std::vector<double> per_call;  // the samples behind it, every round's
   std::int64_t calls = 0;
   std::int64_t calls_per_sample = 1;
   std::optional<double> bytes_per_call, allocations_per_call;  // glia's Tensor storage

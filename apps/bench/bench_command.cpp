@@ -1,6 +1,7 @@
 // `glia bench`: Benchee-style benchmarks of glia's backends against LibTorch (issue 6). For
 // each case: every selected glia backend in this process, then the LibTorch peer as a
-// child process, back to back; a table per case and, with --json, every figure.
+// child process, in turns (--rounds), their samples pooled per contender; a table per case
+// and, with --json, every figure.
 #include <fnmatch.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -64,6 +65,7 @@ void measure_into(ContenderResult& r, const PreparedCase& c, const CaseInfo& inf
   Measurement m = measure(c.call, o);
   AllocationStats after = allocation_stats();
   for (double& t : m.per_call) t *= c.time_scale;
+  r.per_call = m.per_call;
   r.summary = summarize(m.per_call);
   r.calls = m.calls;
   r.calls_per_sample = m.calls_per_sample;
@@ -76,32 +78,79 @@ void measure_into(ContenderResult& r, const PreparedCase& c, const CaseInfo& inf
   r.note = c.note;
 }
 
-ContenderResult run_glia(const CaseInfo& info, const std::string& backend, const Settings& s,
+// One contender of a case: `result` pools its rounds so far (or says why it does not run);
+// `round` measures it once more with a round's settings.
+struct Contender {
+  ContenderResult result;
+  std::function<ContenderResult(const Settings&)> round;
+};
+
+// A prepared case measured in rounds: prepared (compiled, warmed up) once.
+Contender prepared_contender(const std::string& name, std::shared_ptr<const PreparedCase> c,
+                             const CaseInfo& info) {
+  return {.result = {.name = name}, .round = [name, c, &info](const Settings& rs) {
+            ContenderResult r{.name = name};
+            measure_into(r, *c, info, rs);
+            return r;
+          }};
+}
+
+Contender glia_contender(const CaseInfo& info, const std::string& backend, const Settings& s,
                          const CaseContext& context) {
-  ContenderResult r{.name = backend};
-  if (backend == "interp" && !info.interp_by_default && !s.include_slow) {
-    r.skipped = "minutes on the interpreter (--include-slow runs it)";
-    return r;
-  }
-  measure_into(r, prepare_glia_case(info, backend, context), info, s);
-  return r;
+  if (backend == "interp" && !info.interp_by_default && !s.include_slow)
+    return {.result = {.name = backend,
+                       .skipped = "minutes on the interpreter (--include-slow runs it)"}};
+  return prepared_contender(
+      backend, std::make_shared<const PreparedCase>(prepare_glia_case(info, backend, context)),
+      info);
 }
 
 // An exported library's calls, measured like a backend's.
-ContenderResult run_aot(const CaseInfo& info, const Settings& s) {
-  ContenderResult r{.name = "aot"};
-  if (aot::find_c_compiler().empty()) {
-    r.skipped = "no C compiler to build the exported library (set CC)";
-    return r;
+Contender aot_contender(const CaseInfo& info) {
+  if (aot::find_c_compiler().empty())
+    return {.result = {.name = "aot",
+                       .skipped = "no C compiler to build the exported library (set CC)"}};
+  return prepared_contender("aot", std::make_shared<const PreparedCase>(prepare_aot_case(info)),
+                            info);
+}
+
+// A round's samples joined to the rounds before: the summary is over all of them; the
+// allocation counts and the note are the first round's.
+void pool_round(ContenderResult& into, ContenderResult round) {
+  if (!round.skipped.empty()) {
+    into.skipped = round.skipped;
+    return;
   }
-  measure_into(r, prepare_aot_case(info), info, s);
-  return r;
+  const bool first = into.per_call.empty();
+  into.per_call.insert(into.per_call.end(), round.per_call.begin(), round.per_call.end());
+  into.summary = summarize(into.per_call);
+  into.calls += round.calls;
+  into.calls_per_sample = round.calls_per_sample;
+  if (first) {
+    into.bytes_per_call = round.bytes_per_call;
+    into.allocations_per_call = round.allocations_per_call;
+    into.note = round.note;
+  }
+}
+
+// The contenders of a case in turns: each round gets its share of --time; the first round
+// warms each contender up for --warmup, later ones a quarter of it (glia's are warm; the
+// peer starts afresh each round and warms up again).
+void run_rounds(std::vector<Contender>& contenders, const Settings& s) {
+  for (int k = 0; k < s.rounds; ++k) {
+    Settings rs = s;
+    rs.time_seconds = s.time_seconds / s.rounds;
+    if (k > 0) rs.warmup_seconds = s.warmup_seconds / 4;
+    for (Contender& c : contenders)
+      if (c.result.skipped.empty()) pool_round(c.result, c.round(rs));
+  }
 }
 
 int run_bench(Settings s) {
   if (s.quick) {
     s.warmup_seconds = 0;
     s.time_seconds = std::min(s.time_seconds, 0.1);
+    s.rounds = 1;
   }
   std::vector<const CaseInfo*> cases = select_cases(s.cases);
   std::vector<std::string> backends = split(s.backends);
@@ -156,16 +205,24 @@ int run_bench(Settings s) {
   Limits limits(s.threads);
   for (const CaseInfo* info : cases) {
     CaseResult r{.info = info};
+    std::vector<Contender> contenders;
     if (!info->jit_case.empty()) {
       // The JIT on the cpu backend beside the exported library.
-      r.contenders.push_back(run_glia(case_named(info->jit_case), "cpu", s, context));
-      r.contenders.push_back(run_aot(*info, s));
+      contenders.push_back(glia_contender(case_named(info->jit_case), "cpu", s, context));
+      contenders.push_back(aot_contender(*info));
     } else {
-      for (const std::string& b : backends) r.contenders.push_back(run_glia(*info, b, s, context));
+      for (const std::string& b : backends)
+        contenders.push_back(glia_contender(*info, b, s, context));
     }
-    if (info->has_peer && !env.peer_path.empty())
-      r.contenders.push_back(
-          run_peer(env.peer_path, *info, s, data && !data->synthetic ? data_dir : "", env));
+    if (info->has_peer && !env.peer_path.empty()) {
+      const std::string dir = data && !data->synthetic ? data_dir : "";
+      contenders.push_back(
+          {.result = {.name = "libtorch"}, .round = [&env, dir, info](const Settings& rs) {
+             return run_peer(env.peer_path, *info, rs, dir, env);
+           }});
+    }
+    run_rounds(contenders, s);
+    for (Contender& c : contenders) r.contenders.push_back(std::move(c.result));
     if (info->jit_case.empty()) r.bound = case_bound(*info, limits);
     print_case(r);
     results.push_back(std::move(r));
@@ -206,6 +263,11 @@ Command add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--warmup", s->warmup_seconds, "Seconds of warm-up per case and contender")
       ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--rounds", s->rounds,
+                  "Turns each contender of a case takes, sharing --time, so that a slow "
+                  "minute of the machine falls on every contender")
+      ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--threads", s->threads, "Threads for glia and for LibTorch")
       ->check(CLI::Range(1, 1024))

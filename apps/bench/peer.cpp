@@ -95,8 +95,8 @@ ContenderResult run_peer(const std::string& peer, const CaseInfo& info, const Se
     r.skipped = "peer failed: " + j["error"].get<std::string>();
     return r;
   }
-  std::vector<double> per_call = j.at("per_call").get<std::vector<double>>();
-  r.summary = summarize(per_call);
+  r.per_call = j.at("per_call").get<std::vector<double>>();
+  r.summary = summarize(r.per_call);
   r.calls = j.at("calls").get<std::int64_t>();
   r.calls_per_sample = j.at("calls_per_sample").get<std::int64_t>();
   r.note = j.at("note").get<std::string>();

@@ -52,7 +52,10 @@ std::optional<double> ratio_to_peer(const CaseResult& r, const ContenderResult& 
 void print_header(const Settings& s, const Environment& env) {
   std::cout << "glia bench: " << s.threads << " threads for glia and LibTorch; warm-up "
             << s.warmup_seconds << " s, then samples for " << s.time_seconds
-            << " s per case and contender" << (s.quick ? " (--quick)" : "") << "\n";
+            << " s per case and contender" << (s.quick ? " (--quick)" : "");
+  if (s.rounds > 1)
+    std::cout << ", in " << s.rounds << " turns (warm-ups after the first a quarter as long)";
+  std::cout << "\n";
   std::cout << "BLAS (libblas.so.3 alternative): " << env.blas << "\n";
   if (env.peer_path.empty()) {
     std::cout << "LibTorch peer: none (" << env.peer_missing << ")\n";
@@ -157,6 +160,7 @@ void write_json(const std::string& path, const Settings& s, const Environment& e
                       {{"threads", s.threads},
                        {"time_seconds", s.time_seconds},
                        {"warmup_seconds", s.warmup_seconds},
+                       {"rounds", s.rounds},
                        {"quick", s.quick},
                        {"epoch_fraction", s.epoch_fraction},
                        {"backends", s.backends}}},
