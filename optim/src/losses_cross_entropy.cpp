@@ -33,8 +33,8 @@ Expr class_weight_vector(std::string_view loss, const std::vector<double>& w, st
 // Per example: -sum_c w_c q_c log p_c over the class axis, q the (smoothed) target; with
 // class weights the mean is PyTorch's weighted mean sum(l_i) / sum(w_{y_i}), y_i the
 // example's (unsmoothed) class, for one-hot and sparse labels alike.
-Expr categorical_cross_entropy(const Expr& y_true, const Expr& y_pred,
-                               const CrossEntropyOptions& o) {
+Expr impl::categorical_cross_entropy(const Expr& y_true, const Expr& y_pred,
+                                     const CrossEntropyOptions& o) {
   constexpr std::string_view kName = "categorical_cross_entropy";
   detail::check_operands(kName, y_true, y_pred, 2);
   check_smoothing(kName, o.label_smoothing);
@@ -74,7 +74,8 @@ Expr categorical_cross_entropy(const Expr& y_true, const Expr& y_pred,
 // From logits, log p = -softplus(-x) and log(1 - p) = -softplus(x): stable for any x.
 // class_weights, if given, are {w0, w1}: the weights of the negative and positive class.
 // Label smoothing moves y towards 1/2: y (1 - s) + s / 2.
-Expr binary_cross_entropy(const Expr& y_true, const Expr& y_pred, const CrossEntropyOptions& o) {
+Expr impl::binary_cross_entropy(const Expr& y_true, const Expr& y_pred,
+                                const CrossEntropyOptions& o) {
   constexpr std::string_view kName = "binary_cross_entropy";
   detail::check_same_shape(kName, y_true, y_pred);
   check(!o.sparse, kName,
@@ -108,7 +109,7 @@ Expr binary_cross_entropy(const Expr& y_true, const Expr& y_pred, const CrossEnt
 
 // Per example: sum_c y_c log(y_c / p_c) over the class axis, with 0 log 0 = 0 and p
 // clipped below at kEpsilon (Axon).
-Expr kl_divergence(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
+Expr impl::kl_divergence(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
   constexpr std::string_view kName = "kl_divergence";
   detail::check_same_shape(kName, y_true, y_pred, 2);
   TraceScope scope(*y_pred.graph());

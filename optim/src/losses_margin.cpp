@@ -12,19 +12,19 @@ using detail::as;
 
 // max(0, 1 + max_{c != true} p_c - p_true) per row (Axon: the "negative" term is the
 // largest of (1 - y) * p, which treats every non-true class's score as at least 0).
-Expr categorical_hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
+Expr impl::categorical_hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
   auto [y, p] = detail::float_operands("categorical_hinge", y_true, y_pred, 2);
   Expr positive = sum(y * p, {-1});
   Expr negative = reduce_max((1.0 - y) * p, {-1});
   return detail::reduce(detail::per_example(max(negative - positive + 1.0, 0.0)), o.reduction);
 }
 
-Expr hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
+Expr impl::hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
   auto [y, p] = detail::float_operands("hinge", y_true, y_pred);
   return detail::reduce(detail::per_example(max(1.0 - y * p, 0.0)), o.reduction);
 }
 
-Expr margin_ranking(const Expr& y_true, const Expr& y_pred, const MarginOptions& o) {
+Expr impl::margin_ranking(const Expr& y_true, const Expr& y_pred, const MarginOptions& o) {
   constexpr std::string_view kName = "margin_ranking";
   detail::check_operands(kName, y_true, y_pred, 1);
   const Shape& s = y_pred.shape();
@@ -42,7 +42,7 @@ Expr margin_ranking(const Expr& y_true, const Expr& y_pred, const MarginOptions&
 }
 
 // log(1 + exp(-y x)) as softplus(-y x): finite for any x.
-Expr soft_margin(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
+Expr impl::soft_margin(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
   auto [y, p] = detail::float_operands("soft_margin", y_true, y_pred);
   return detail::reduce(detail::per_example(detail::softplus(neg(y * p))), o.reduction);
 }

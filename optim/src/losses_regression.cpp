@@ -14,18 +14,18 @@ constexpr double kPoissonEpsilon = 1e-7;
 
 }  // namespace
 
-Expr mean_absolute_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
+Expr impl::mean_absolute_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
   auto [y, p] = detail::float_operands("mean_absolute_error", y_true, y_pred);
   return detail::reduce(detail::per_example(abs(y - p)), o.reduction);
 }
 
-Expr mean_squared_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
+Expr impl::mean_squared_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
   auto [y, p] = detail::float_operands("mean_squared_error", y_true, y_pred);
   return detail::reduce(detail::per_example(square(y - p)), o.reduction);
 }
 
 // log(cosh(d)) = d + softplus(-2d) - log 2: cosh(d) itself overflows from |d| ~ 89 in f32.
-Expr log_cosh(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
+Expr impl::log_cosh(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
   auto [y, p] = detail::float_operands("log_cosh", y_true, y_pred);
   Expr d = p - y;
   Expr values = d + detail::softplus(d * -2.0) - std::numbers::ln2;
@@ -34,7 +34,7 @@ Expr log_cosh(const Expr& y_true, const Expr& y_pred, const LossOptions& o) {
 
 // With q = min(|d|, delta): 0.5 q^2 + delta (|d| - q), which is 0.5 d^2 inside the delta
 // band and delta (|d| - delta / 2) outside, without a branch.
-Expr huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o) {
+Expr impl::huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o) {
   constexpr std::string_view kName = "huber";
   check(o.delta > 0 && std::isfinite(o.delta), kName, ": delta must be finite and > 0, got ",
         o.delta);
@@ -47,7 +47,7 @@ Expr huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o) {
 
 // The Poisson negative log-likelihood without its log(y!) term: rate - y log(rate + eps)
 // (Axon's eps = 1e-7), or from log-rates x: exp(x) - y x.
-Expr poisson(const Expr& y_true, const Expr& y_pred, const PoissonOptions& o) {
+Expr impl::poisson(const Expr& y_true, const Expr& y_pred, const PoissonOptions& o) {
   auto [y, p] = detail::float_operands("poisson", y_true, y_pred);
   Expr values = o.from_logits ? exp(p) - y * p : p - y * log(p + kPoissonEpsilon);
   return detail::reduce(detail::per_example(values), o.reduction);
@@ -56,7 +56,7 @@ Expr poisson(const Expr& y_true, const Expr& y_pred, const PoissonOptions& o) {
 // Axon's sign: the similarity itself, sum(y p) / max(|y| |p|, eps) along the last axis (a
 // value to maximise; Keras' loss is its negative). The product of the norms is taken as
 // sqrt(max(|y|^2 |p|^2, eps^2)), so a zero row gives 0 and a finite gradient.
-Expr cosine_similarity(const Expr& y_true, const Expr& y_pred, const CosineOptions& o) {
+Expr impl::cosine_similarity(const Expr& y_true, const Expr& y_pred, const CosineOptions& o) {
   constexpr std::string_view kName = "cosine_similarity";
   check(o.epsilon > 0 && std::isfinite(o.epsilon), kName, ": epsilon must be finite and > 0, got ",
         o.epsilon);

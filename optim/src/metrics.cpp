@@ -68,7 +68,7 @@ Expr ratio(const Expr& a, const Expr& b) {
 
 // Binary when y_pred is [batch] or [batch, 1]: y_pred > threshold compared with y_true
 // (0/1, shaped like y_pred, or [batch] beside [batch, 1]). Categorical otherwise.
-Expr accuracy(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::accuracy(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   constexpr std::string_view kName = "accuracy";
   check_operands(kName, y_true, y_pred);
   const DType ft = float_dtype(y_pred);
@@ -87,42 +87,42 @@ Expr accuracy(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   return fraction(equal(argmax(y_pred, -1), truth), ft);
 }
 
-Expr true_positives(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::true_positives(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   Binary b = binary("true_positives", y_true, y_pred, o);
   return count(logical_and(b.predicted, b.positive), b.dtype);
 }
 
-Expr true_negatives(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::true_negatives(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   Binary b = binary("true_negatives", y_true, y_pred, o);
   return count(logical_and(logical_not(b.predicted), logical_not(b.positive)), b.dtype);
 }
 
-Expr false_positives(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::false_positives(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   Binary b = binary("false_positives", y_true, y_pred, o);
   return count(logical_and(b.predicted, logical_not(b.positive)), b.dtype);
 }
 
-Expr false_negatives(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::false_negatives(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   Binary b = binary("false_negatives", y_true, y_pred, o);
   return count(logical_and(logical_not(b.predicted), b.positive), b.dtype);
 }
 
-Expr precision(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::precision(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   check_same_shape("precision", y_true, y_pred);
   return ratio(true_positives(y_true, y_pred, o), false_positives(y_true, y_pred, o));
 }
 
-Expr recall(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::recall(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   check_same_shape("recall", y_true, y_pred);
   return ratio(true_positives(y_true, y_pred, o), false_negatives(y_true, y_pred, o));
 }
 
-Expr sensitivity(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::sensitivity(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   check_same_shape("sensitivity", y_true, y_pred);
   return recall(y_true, y_pred, o);
 }
 
-Expr specificity(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
+Expr impl::specificity(const Expr& y_true, const Expr& y_pred, const MetricOptions& o) {
   check_same_shape("specificity", y_true, y_pred);
   return ratio(true_negatives(y_true, y_pred, o), false_positives(y_true, y_pred, o));
 }
@@ -136,9 +136,11 @@ Expr mean_absolute_error(const Expr& y_true, const Expr& y_pred) {
 // The true class is in the top k when fewer than k classes rank above it: those with a
 // higher score, or an equal score and a lower index (ties go to the lower index, as in a
 // stable descending sort).
-Expr top_k_categorical_accuracy(const Expr& y_true, const Expr& y_pred, std::int64_t k,
-                                bool sparse) {
+Expr impl::top_k_categorical_accuracy(const Expr& y_true, const Expr& y_pred,
+                                      const TopKOptions& o) {
   constexpr std::string_view kName = "top_k_categorical_accuracy";
+  const std::int64_t k = o.k;
+  const bool sparse = o.sparse;
   check_operands(kName, y_true, y_pred);
   check(y_pred.rank() >= 2, kName, ": y_pred ", y_pred.type().to_string(),
         " needs a batch and a class axis (rank >= 2)");

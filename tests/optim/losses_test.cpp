@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "glia/optim/losses.hpp"
+#include "glia/optim/metrics.hpp"
+#include "glia/optim/step.hpp"
 #include "optim/losses_test_util.hpp"
 
 namespace glia {
@@ -59,6 +61,31 @@ void check_pair(const std::string& case_name,
 
 std::vector<double> weights_of(const golden::Fixture& f) {
   return golden::tensor(f, "input.class_weights").to_vector<double>();
+}
+
+// Losses and metrics are usable directly where a (y_true, y_pred) function is expected,
+// and `.with` fixes their options: values computed by hand here.
+TEST(LossesAsFunctions, UsableDirectlyAndWithOptions) {
+  Tensor y = Tensor::from<double>({1, 2}), p = Tensor::from<double>({2, 4});  // errors 1, 2
+  auto value = [&](const LossFn& f) {
+    return run([&](const std::vector<Expr>& in) { return f(in[0], in[1]); }, {y, p}).item<double>();
+  };
+  EXPECT_DOUBLE_EQ(value(losses::mean_squared_error), (1.0 + 4.0) / 2);
+  EXPECT_DOUBLE_EQ(value(losses::mean_absolute_error), (1.0 + 2.0) / 2);
+  // Huber: 0.5 d^2 within delta, delta (|d| - delta / 2) beyond.
+  EXPECT_DOUBLE_EQ(value(losses::huber), (0.5 + 1.5) / 2);
+  EXPECT_DOUBLE_EQ(value(losses::huber.with({.delta = 0.5})), (0.375 + 0.875) / 2);
+  EXPECT_DOUBLE_EQ(value(losses::mean_squared_error.with({.reduction = Reduction::sum})), 5.0);
+  // Metrics: class 2 of 3 is true in both rows; its score ranks first, then second.
+  Tensor labels = Tensor::from<float>({0, 0, 1, 0, 0, 1}, Shape{2, 3});
+  Tensor scores = Tensor::from<float>({0.1f, 0.2f, 0.7f, 0.5f, 0.1f, 0.4f}, Shape{2, 3});
+  auto metric = [&](const MetricFn& f) {
+    return run([&](const std::vector<Expr>& in) { return f(in[0], in[1]); }, {labels, scores})
+        .item<double>();
+  };
+  EXPECT_DOUBLE_EQ(metric(metrics::accuracy), 0.5);
+  EXPECT_DOUBLE_EQ(metric(metrics::top_k_categorical_accuracy.with({.k = 2})), 1.0);
+  EXPECT_DOUBLE_EQ(metric(metrics::top_k_categorical_accuracy.with({.k = 1})), 0.5);
 }
 
 TEST(LossesGolden, CategoricalCrossEntropyFromLogitsSparseAndOneHot) {

@@ -115,7 +115,7 @@ TEST(Metrics, TopKWithTies) {
   // [1, 2, 0].
   Tensor sparse = Tensor::from<std::int64_t>({0, 2, 2, 0}, Shape{4});
   auto top = [](std::int64_t k, bool s) {
-    return [k, s](auto& a, auto& b) { return metrics::top_k_categorical_accuracy(a, b, k, s); };
+    return [k, s](auto& a, auto& b) { return metrics::top_k_categorical_accuracy(a, b, {.k = k, .sparse = s}); };
   };
   // True-class ranks: 2, 2, 2, 2 (the tie puts class 2 of row 2 behind class 0).
   EXPECT_DOUBLE_EQ(value(top(1, true), sparse, kScores), 0.0);
@@ -180,7 +180,7 @@ TEST(Metrics, Errors) {
     expect_error(
         [&] {
           trace_metric({{DType::i64, {4}}, scores}, [k](auto& a, auto& b) {
-            return metrics::top_k_categorical_accuracy(a, b, k, true);
+            return metrics::top_k_categorical_accuracy(a, b, {.k = k, .sparse = true});
           });
         },
         "top_k_categorical_accuracy: k must be in [1, 3] for y_pred f32[4][3], got " +
@@ -189,7 +189,7 @@ TEST(Metrics, Errors) {
   expect_error(
       [&] {
         trace_metric({{DType::f32, {4}}, scores}, [](auto& a, auto& b) {
-          return metrics::top_k_categorical_accuracy(a, b, 2, true);
+          return metrics::top_k_categorical_accuracy(a, b, {.k = 2, .sparse = true});
         });
       },
       "top_k_categorical_accuracy: sparse labels must have an integer dtype");

@@ -10,6 +10,8 @@
 #include "glia/layers/combine.hpp"
 #include "glia/layers/linear.hpp"
 #include "glia/layers/normalization.hpp"
+#include "glia/optim/losses.hpp"
+#include "glia/optim/metrics.hpp"
 #include "glia/optim/step.hpp"
 
 namespace glia {
@@ -165,6 +167,29 @@ TEST(TrainStep, LossFallsOnATinyRegression) {
   EXPECT_LT(losses.back(), 1e-3 * losses.front());
   for (std::size_t i = 1; i < losses.size(); ++i) EXPECT_LT(losses[i], losses[i - 1]) << i;
   EXPECT_EQ(step.cache_stats().misses, 1);
+}
+
+// The library's losses and metrics go straight into a step, no lambda around them.
+TEST_F(Linear, LibraryLossesAndMetricsNeedNoWrapper) {
+  TrainStep step(model, losses::mean_squared_error, local_sgd(0.05),
+                 {.metrics = {{"mae", metrics::mean_absolute_error},
+                              {"huber", losses::huber.with({.delta = 0.5})}}});
+  TrainState s = step.init(0);
+  // The loss reported is the library's mean squared error, and the metrics are computed
+  // on the same predictions before the update.
+  ModelState before = s.model;
+  StepOutput first = step(s, x, y);
+  auto built = build(model);
+  Tensor pred = built.predict(before, x);
+  std::vector<double> pv = values(pred), yv = values(y);
+  double se = 0, ae = 0;
+  for (std::size_t i = 0; i < pv.size(); ++i)
+    se += (pv[i] - yv[i]) * (pv[i] - yv[i]), ae += std::abs(pv[i] - yv[i]);
+  EXPECT_NEAR(first.loss, se / double(pv.size()), 1e-5);
+  EXPECT_NEAR(first.metrics.at("mae"), ae / double(pv.size()), 1e-5);
+  double last = first.loss;
+  for (int i = 0; i < 30; ++i) last = step(s, x, y).loss;
+  EXPECT_LT(last, first.loss);
 }
 
 // A stochastic layer that outputs its own uniform draw, so the key shows in a metric.

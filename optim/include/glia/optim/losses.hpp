@@ -9,12 +9,16 @@
 // [1e-7, 1 - 1e-7], as Axon and Keras do), so 0 and 1 give finite values and gradients.
 //   glia::Expr l = glia::losses::categorical_cross_entropy(labels, logits,
 //                                                          {.from_logits = true});
+// Each (but CTC, which takes lengths too) is a PairFunction: usable directly as a loss
+// function (trainer(model, glia::losses::mean_squared_error, ...)), and with options
+// fixed by `.with({...})`.
 #pragma once
 
 #include <optional>
 #include <vector>
 
 #include "glia/core/expr.hpp"
+#include "glia/optim/pair_function.hpp"
 
 namespace glia::losses {
 
@@ -34,40 +38,80 @@ struct CrossEntropyOptions {
   std::vector<double> class_weights;
   double label_smoothing = 0;  // y_true * (1 - s) + s / classes
 };
+namespace impl {
 Expr categorical_cross_entropy(const Expr& y_true, const Expr& y_pred,
-                               const CrossEntropyOptions& o = {});
-Expr binary_cross_entropy(const Expr& y_true, const Expr& y_pred,
-                          const CrossEntropyOptions& o = {});
-Expr categorical_hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
-Expr hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
-Expr kl_divergence(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
-Expr log_cosh(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+                               const CrossEntropyOptions& o);
+}
+inline constexpr PairFunction<CrossEntropyOptions, &impl::categorical_cross_entropy>
+    categorical_cross_entropy{};
+namespace impl {
+Expr binary_cross_entropy(const Expr& y_true, const Expr& y_pred, const CrossEntropyOptions& o);
+}
+inline constexpr PairFunction<CrossEntropyOptions, &impl::binary_cross_entropy>
+    binary_cross_entropy{};
+namespace impl {
+Expr categorical_hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o);
+}
+inline constexpr PairFunction<LossOptions, &impl::categorical_hinge> categorical_hinge{};
+namespace impl {
+Expr hinge(const Expr& y_true, const Expr& y_pred, const LossOptions& o);
+}
+inline constexpr PairFunction<LossOptions, &impl::hinge> hinge{};
+namespace impl {
+Expr kl_divergence(const Expr& y_true, const Expr& y_pred, const LossOptions& o);
+}
+inline constexpr PairFunction<LossOptions, &impl::kl_divergence> kl_divergence{};
+namespace impl {
+Expr log_cosh(const Expr& y_true, const Expr& y_pred, const LossOptions& o);
+}
+inline constexpr PairFunction<LossOptions, &impl::log_cosh> log_cosh{};
 struct MarginOptions {
   Reduction reduction = Reduction::mean;
   double margin = 0;
 };
 // max(0, -y_true * (x1 - x2) + margin); y_pred is the pair stacked on a leading axis [2, ...].
-Expr margin_ranking(const Expr& y_true, const Expr& y_pred, const MarginOptions& o = {});
-Expr soft_margin(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
-Expr mean_absolute_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
-Expr mean_squared_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o = {});
+namespace impl {
+Expr margin_ranking(const Expr& y_true, const Expr& y_pred, const MarginOptions& o);
+}
+inline constexpr PairFunction<MarginOptions, &impl::margin_ranking> margin_ranking{};
+namespace impl {
+Expr soft_margin(const Expr& y_true, const Expr& y_pred, const LossOptions& o);
+}
+inline constexpr PairFunction<LossOptions, &impl::soft_margin> soft_margin{};
+namespace impl {
+Expr mean_absolute_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o);
+}
+inline constexpr PairFunction<LossOptions, &impl::mean_absolute_error> mean_absolute_error{};
+namespace impl {
+Expr mean_squared_error(const Expr& y_true, const Expr& y_pred, const LossOptions& o);
+}
+inline constexpr PairFunction<LossOptions, &impl::mean_squared_error> mean_squared_error{};
 struct CosineOptions {
   Reduction reduction = Reduction::mean;
   double epsilon = 1e-8;
 };
 // Axon's sign: the similarity itself (a value to maximise; Keras' loss is its negative),
 // sum(y p) / max(|y| |p|, epsilon) along the last axis.
-Expr cosine_similarity(const Expr& y_true, const Expr& y_pred, const CosineOptions& o = {});
+namespace impl {
+Expr cosine_similarity(const Expr& y_true, const Expr& y_pred, const CosineOptions& o);
+}
+inline constexpr PairFunction<CosineOptions, &impl::cosine_similarity> cosine_similarity{};
 struct PoissonOptions {
   Reduction reduction = Reduction::mean;
   bool from_logits = false;  // y_pred is log(rate)
 };
-Expr poisson(const Expr& y_true, const Expr& y_pred, const PoissonOptions& o = {});
+namespace impl {
+Expr poisson(const Expr& y_true, const Expr& y_pred, const PoissonOptions& o);
+}
+inline constexpr PairFunction<PoissonOptions, &impl::poisson> poisson{};
 struct HuberOptions {
   Reduction reduction = Reduction::mean;
   double delta = 1.0;
 };
-Expr huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o = {});
+namespace impl {
+Expr huber(const Expr& y_true, const Expr& y_pred, const HuberOptions& o);
+}
+inline constexpr PairFunction<HuberOptions, &impl::huber> huber{};
 struct CtcOptions {
   Reduction reduction = Reduction::mean;  // mean: PyTorch's, each loss / its label length
   std::int64_t blank = 0;
