@@ -39,7 +39,8 @@ die() {
 usage() {
   cat <<EOF
 usage: $0 run [glia arguments...]   build, then run the main job (default: glia train)
-       $0 test                      build, then run the whole test suite (ctest)
+       $0 test                      also install numpy and h5py (interop tests), build, run
+                                    the whole test suite (ctest)
        $0 bench [arguments...]      also install LibTorch and OpenBLAS, build, run glia bench
 
 Installs missing Debian packages first (apt-get, through sudo when not root) and
@@ -176,6 +177,9 @@ extra_packages=()
 # The LibTorch peer with OpenBLAS, and tcmalloc (PyTorch's CPU performance guide: an
 # allocator that keeps freed memory; `glia bench` preloads it into the peer).
 [[ $mode == bench ]] && extra_packages=(libtorch-dev libopenblas0-openmp libtcmalloc-minimal4)
+# The test suite's interoperability checks read and write NPY files with numpy and
+# checkpoints with h5py; without them they skip.
+[[ $mode == test ]] && extra_packages=(python3-numpy python3-h5py)
 install_packages "${extra_packages[@]}"
 build
 export GLIA_DATA_DIR="$data_dir"
