@@ -1,7 +1,9 @@
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "core/test_util.hpp"
+#include "expect_error.hpp"
 #include "glia/core/buffer.hpp"
 
 namespace glia {
@@ -201,6 +203,61 @@ TEST(Tensor, BorrowDoesNotOwn) {
   EXPECT_TRUE(equal(owned, t));
   EXPECT_EQ(Tensor::borrow(f32, {0}, nullptr).numel(), 0);
   EXPECT_GLIA_ERROR(Tensor::borrow(f32, {1}, nullptr), "null data");
+}
+
+}  // namespace
+}  // namespace glia
+
+namespace glia {
+namespace {
+
+// Host helpers: rows (a view), slice (a copy along any axis), argmax; values by hand.
+TEST(TensorHost, RowsAreAViewOfTheBatch) {
+  Tensor t = Tensor::iota(Shape{4, 3}, std::nullopt, DType::f32);  // 0..11
+  Tensor r = t.rows(1, 3);
+  EXPECT_EQ(r.shape(), (Shape{2, 3}));
+  EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{3, 4, 5, 6, 7, 8}));
+  EXPECT_TRUE(r.shares_storage_with(t));
+  EXPECT_EQ(r.byte_offset(), 3 * sizeof(float));
+  EXPECT_EQ(t.rows(4, 4).shape(), (Shape{0, 3}));
+  t.data<float>()[4] = 40;  // the view sees writes to the storage
+  EXPECT_EQ(r.to_vector<float>()[1], 40.0f);
+  EXPECT_FALSE(r.unique_storage());
+  testing::expect_error([&] { t.rows(2, 5); }, "Tensor::rows: [2, 5) is not a range of axis 0");
+  testing::expect_error([&] { t.rows(3, 2); }, "0 <= begin <= end <= 4");
+  testing::expect_error([&] { Tensor::scalar(1).rows(0, 1); }, "has no rows");
+}
+
+TEST(TensorHost, SliceCopiesAlongAnyAxis) {
+  Tensor t = Tensor::iota(Shape{2, 3, 4}, std::nullopt, DType::i32);  // 0..23
+  Tensor mid = t.slice(1, 1, 3);
+  EXPECT_EQ(mid.shape(), (Shape{2, 2, 4}));
+  EXPECT_EQ(mid.to_vector<int>(), (std::vector<int>{4, 5, 6, 7, 8, 9, 10, 11,  //
+                                                    16, 17, 18, 19, 20, 21, 22, 23}));
+  EXPECT_FALSE(mid.shares_storage_with(t));
+  EXPECT_EQ(t.slice(-1, 2, 3).to_vector<int>(), (std::vector<int>{2, 6, 10, 14, 18, 22}));
+  EXPECT_EQ(t.slice(0, 1, 2).to_vector<int>(), t.rows(1, 2).to_vector<int>());
+  EXPECT_EQ(t.slice(2, 1, 1).shape(), (Shape{2, 3, 0}));
+  testing::expect_error([&] { t.slice(3, 0, 1); }, "Tensor::slice: axis 3 is out of range");
+  testing::expect_error([&] { t.slice(2, 0, 5); }, "[0, 5) is not a range of axis 2");
+}
+
+TEST(TensorHost, ArgmaxPicksTheFirstMaximumAndNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor p = Tensor::from<float>({0.1f, 0.7f, 0.2f,  //
+                                  0.5f, 0.5f, 0.0f,  //
+                                  0.3f, nan, 0.9f,   //
+                                  -1.f, -3.f, -2.f},
+                                 Shape{4, 3});
+  Tensor classes = p.argmax();
+  EXPECT_EQ(classes.dtype(), DType::i64);
+  EXPECT_EQ(classes.to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 0, 1, 0}));
+  EXPECT_EQ(p.argmax(0).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 2, 2}));
+  Tensor ints = Tensor::from<std::int32_t>({3, 9, 9, 1}, Shape{2, 2});
+  EXPECT_EQ(ints.argmax(-1).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 0}));
+  EXPECT_EQ(Tensor::from<float>({2, 5, 1}).argmax().rank(), 0);
+  testing::expect_error([&] { Tensor::scalar(1).argmax(); }, "has no axis");
+  testing::expect_error([&] { Tensor::zeros(Shape{2, 0}).argmax(); }, "is empty");
 }
 
 }  // namespace

@@ -103,6 +103,16 @@ class Tensor {
   Tensor clone() const;               // a deep copy on the same device
   Tensor reshape(Shape shape) const;  // shares storage; numel must match
   Tensor cast(DType dtype) const;     // a converted copy (host only)
+  // Rows begin..end-1 along axis 0 (a batch of examples), sharing storage like reshape:
+  //   Tensor batch = images.rows(64, 128);   // [64, ...]
+  Tensor rows(std::int64_t begin, std::int64_t end) const;
+  // Elements begin..end-1 along `axis` (negative counts from the last), as a copy; along
+  // axis 0 rows() gives the same values without copying. Host only.
+  Tensor slice(int axis, std::int64_t begin, std::int64_t end) const;
+  // The index of the largest element along `axis` (negative counts from the last), as i64
+  // with that axis removed: a classifier's predicted classes, probabilities.argmax(-1).
+  // The first of equal maxima, and the first NaN, as the traced argmax. Host only.
+  Tensor argmax(int axis = -1) const;
   // Views of one buffer (at any offsets), or memory at the same address on the same device.
   bool shares_storage_with(const Tensor& other) const;
   // True when this is the only Tensor holding its storage, on any device, so writing it in
