@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -23,6 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFormat = "glia checkpoint";
+constexpr const char* kWeightsFormat = "glia weights";
 
 void check_name(const std::string& name, const char* what) {
   check(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos,
@@ -182,11 +184,9 @@ Model Checkpoint::model() const {
 
 namespace {
 
-void save(const std::string& path, const Model& model, const LoopState& state,
-          const std::string& saved_at, const std::map<std::string, std::string>& config) {
-  check(!path.empty(), "save_checkpoint: the path is empty");
-  check(model.defined(), "save_checkpoint: the model is undefined");
-  LoopState s = resume_position(state);
+// Writes a file through `write` into a temporary file beside `path`, flushed to disk and
+// renamed over `path`, so a crash never leaves `path` half written.
+void write_atomically(const std::string& path, const std::function<void(h5::File&)>& write) {
   fs::path target(path);
   std::error_code ec;
   check(!fs::is_directory(target, ec), path, ": is a folder, not a checkpoint file");
@@ -197,7 +197,7 @@ void save(const std::string& path, const Model& model, const LoopState& state,
     {
       auto guard = h5::lock();
       h5::File f = h5::File::create(temp);
-      write_file(f, model, s, saved_at, config);
+      write(f);
       f.close();
     }
     sync_path(temp, false);
@@ -205,14 +205,62 @@ void save(const std::string& path, const Model& model, const LoopState& state,
     sync_path(folder.string(), true);
   } catch (const fs::filesystem_error& e) {
     fs::remove(temp, ec);
-    throw Error(cat(path, ": cannot replace the checkpoint: ", e.code().message()));
+    throw Error(cat(path, ": cannot replace the file: ", e.code().message()));
   } catch (...) {
     fs::remove(temp, ec);
     throw;
   }
 }
 
+void save(const std::string& path, const Model& model, const LoopState& state,
+          const std::string& saved_at, const std::map<std::string, std::string>& config) {
+  check(!path.empty(), "save_checkpoint: the path is empty");
+  check(model.defined(), "save_checkpoint: the model is undefined");
+  LoopState s = resume_position(state);
+  write_atomically(path, [&](h5::File& f) { write_file(f, model, s, saved_at, config); });
+}
+
 }  // namespace
+
+void save_weights(const std::string& path, const Model& model, const ModelState& state) {
+  check(!path.empty(), "save_weights: the path is empty");
+  check(model.defined(), "save_weights: the model is undefined");
+  check_model_entries(model, state, "save_weights");
+  write_atomically(path, [&](h5::File& f) {
+    f.write_attr("/", "format", std::string(kWeightsFormat));
+    f.write_attr("/", "format_version", kCheckpointFormatVersion);
+    try {
+      f.write_string("/architecture", model_to_json(model));
+    } catch (const Error& e) {
+      f.write_attr("/", "architecture_note", std::string(e.what()));
+    }
+    write_params(f, "/params", state.params, "parameter");
+    write_params(f, "/state", state.state, "model state");
+  });
+}
+
+ModelState load_weights(const std::string& path, const Model& model) {
+  check(model.defined(), "load_weights: the model is undefined");
+  ModelState w;
+  {
+    auto guard = h5::lock();
+    h5::File f = h5::File::open(path);
+    const std::string format =
+        f.has_attr("/", "format") ? f.read_attr_string("/", "format") : std::string();
+    if (format != kWeightsFormat && format != kFormat)
+      f.fail(
+          "neither glia weights nor a glia checkpoint (its root's format attribute is not "
+          "'glia weights' or 'glia checkpoint')");
+    const std::int64_t version = f.read_i64("/", "format_version");
+    if (version < 1 || version > kCheckpointFormatVersion)
+      f.fail(cat("format version ", version, " is not one this glia reads (1 to ",
+                 kCheckpointFormatVersion, ")"));
+    w.params = read_params(f, "/params");
+    w.state = read_params(f, "/state");
+  }
+  check_model_entries(model, w, path);
+  return w;
+}
 
 void save_checkpoint(const std::string& path, const Model& model, const LoopState& state,
                      const std::map<std::string, std::string>& config) {

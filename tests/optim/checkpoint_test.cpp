@@ -320,5 +320,66 @@ TEST(Checkpoint, DamagedBytesAreErrorsNeverWrongNumbers) {
   expect_error_parts([&] { load_checkpoint(bad); }, {bad, "/params/big/w"});
 }
 
+// ---- Weights alone ---------------------------------------------------------------------------
+
+// save_weights / load_weights: the parameters and state come back bit for bit and predict
+// the same; a checkpoint's weights load too; another model's, other files and missing ones
+// are errors naming the file and the problem.
+TEST(Weights, RoundTripAndPredictTheSame) {
+  TempDir dir;
+  Model model = testing::small_classifier();
+  BuiltModel built = build(model);
+  ModelState state = built.init(3);
+  const std::string path = dir.file("w.h5");
+  save_weights(path, model, state);
+  ModelState back = load_weights(path, model);
+  expect_same(back.params, state.params, "params");
+  expect_same(back.state, state.state, "state");
+  Tensor x = Tensor::from<float>({0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f, 1, 0, -1, 0.5f, 0.25f, 2},
+                                 Shape{2, 6});
+  EXPECT_TRUE(equal(built.predict(back, x), built.predict(state, x)));
+  // The file holds the checkpoint's layout and the architecture.
+  std::vector<std::string> names;
+  for (const auto& [layer, entries] : state.params)
+    for (const auto& [name, t] : entries) names.push_back(layer + "/" + name);
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  for (const std::string& n : names)
+    EXPECT_GT(H5Lexists(f, ("/params/" + n).c_str(), H5P_DEFAULT), 0) << n;
+  EXPECT_GT(H5Lexists(f, "/architecture", H5P_DEFAULT), 0);
+  H5Fclose(f);
+
+  // A checkpoint's weights, through the same call.
+  TrainStep step(model, losses::categorical_cross_entropy, optimizers::sgd(0.1));
+  TrainState trained = step.init(5);
+  save_checkpoint(dir.file("c.h5"), model, trained);
+  ModelState from_checkpoint = load_weights(dir.file("c.h5"), model);
+  expect_same(from_checkpoint.params, trained.model.params, "checkpoint params");
+}
+
+TEST(Weights, MismatchesAndBadFilesAreClearErrors) {
+  TempDir dir;
+  Model model = testing::small_classifier();
+  ModelState state = build(model).init(0);
+  const std::string path = dir.file("w.h5");
+  save_weights(path, model, state);
+  Model other = dense(dense(input("features", {-1, 6}), 5, {.activation = "relu"}), 3);
+  expect_error_parts([&] { load_weights(path, other); },
+                     {path, "dense_0/bias is f32[8]", "expected f32[5]"});
+  expect_error_parts([&] { save_weights(dir.file("x.h5"), other, state); },
+                     {"save_weights", "dense_0/bias is f32[8]"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.h5")));
+  expect_error_parts([&] { load_weights(dir.file("none.h5"), model); },
+                     {dir.file("none.h5"), "no such file"});
+  std::string plain = dir.file("plain.h5");
+  hid_t f = H5Fcreate(plain.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  H5Fclose(f);
+  expect_error_parts([&] { load_weights(plain, model); },
+                     {plain, "neither glia weights nor a glia checkpoint"});
+  write_bytes(dir.file("text.h5"), "not HDF5 at all");
+  expect_error_parts([&] { load_weights(dir.file("text.h5"), model); }, {"not an HDF5 file"});
+}
+
 }  // namespace
 }  // namespace glia

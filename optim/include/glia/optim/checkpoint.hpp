@@ -55,6 +55,17 @@ Checkpoint load_checkpoint(const std::string& path);
 // and names, shapes and dtypes. glia::Error names the first mismatch.
 void check_checkpoint(const Checkpoint& checkpoint, const Model& model);
 
+// Weights alone: a model's parameters and state in an HDF5 file with a checkpoint's
+// /params and /state layout (and its /architecture where the model has one), written
+// atomically like a checkpoint.
+//   glia::save_weights("w.h5", model, state);
+//   glia::ModelState w = glia::load_weights("w.h5", model);  // or from a checkpoint
+void save_weights(const std::string& path, const Model& model, const ModelState& state);
+// Reads the weights from a weights file or a checkpoint and checks them against `model`
+// (the same layers, names, shapes and dtypes): glia::Error names the file and the first
+// mismatch, or what is wrong with a missing or corrupt file.
+ModelState load_weights(const std::string& path, const Model& model);
+
 // The numbered files Loop::checkpoint writes for `path` with keep_last ("m.h5" gives
 // m-00000120.h5, the number being the training step), oldest first.
 std::vector<std::string> checkpoint_files(const std::string& path);
