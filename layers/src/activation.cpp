@@ -166,6 +166,10 @@ void check_activation(std::string_view layer, const std::string& activation) {
 }
 }  // namespace detail
 
+Model Model::then(const std::string& activation) const {
+  return glia::activation(*this, activation);
+}
+
 Model activation(const Model& x, const std::string& activation, const ActivationOptions& options) {
   detail::check_activation("activation", activation);
   Model m =

@@ -49,6 +49,12 @@ Model input(const std::string& name, std::vector<std::int64_t> shape, DType dtyp
   return Model(std::move(node));
 }
 
+Model Model::then_expr(std::function<Expr(const Expr&)> fn) const {
+  check(static_cast<bool>(fn), "Model::then: the function is empty");
+  return layer("function", {*this},
+               [fn = std::move(fn)](LayerContext& c) { return fn(c.input()); });
+}
+
 Model layer(const std::string& type, std::vector<Model> inputs, ForwardFn forward,
             std::vector<ParamSpec> params, const LayerOptions& options) {
   check(!type.empty(), "layer: the type must not be empty");

@@ -42,6 +42,33 @@ TEST(Model, SharedSubgraphsAreVisitedOnce) {
   EXPECT_EQ(s.params.size(), 1u);  // one dense layer, however often it is used
 }
 
+// then() takes an activation's name, a function of one Expr, or a layer function with
+// its arguments: y = sigmoid(relu(x W + b) * 2), checked against a hand computation.
+TEST(Model, ThenTakesNamesExprFunctionsAndLayers) {
+  Model x = input("x", {-1, 2});
+  Model y = x.then(dense, 3, DenseOptions{})
+                .then("relu")
+                .then([](const Expr& e) { return e * 2.0; })
+                .then(activations::sigmoid);
+  BuiltModel b = build(y);
+  ModelState s = b.init(0);
+  std::vector<float> w = s.params.at("dense_0").at("kernel").to_vector<float>();  // [2][3]
+  std::vector<float> bias = s.params.at("dense_0").at("bias").to_vector<float>();
+  const float in[2] = {0.5f, -1.5f};
+  double h[3];
+  for (int j = 0; j < 3; ++j) {
+    double v = bias[std::size_t(j)] + in[0] * w[std::size_t(j)] + in[1] * w[std::size_t(3 + j)];
+    h[j] = 1 / (1 + std::exp(-2 * std::max(v, 0.0)));
+  }
+  std::vector<float> got =
+      b.predict(s, Tensor::from<float>({0.5f, -1.5f}, Shape{1, 2})).to_vector<float>();
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(got[std::size_t(j)], h[j], 1e-6) << j;
+  EXPECT_EQ(x.then("relu").node().type, "relu");
+  EXPECT_EQ(x.then([](const Expr& e) { return e; }).node().type, "function");
+  EXPECT_THAT([&] { x.then("no_such_activation"); },
+              ThrowsMessage<Error>(HasSubstr("no_such_activation")));
+}
+
 TEST(Model, CustomLayerWithParametersAndThen) {
   // y = x * scale + shift, scale initialised to 2 and shift to 0.5 by name.
   auto affine = [](const Model& x) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "glia/core/expr.hpp"
@@ -72,13 +73,24 @@ class Model {
   const NodePtr& ptr() const { return node_; }
   bool defined() const { return node_ != nullptr; }
 
-  // Applies `layer` to this model: `x.then(relu)` reads like a pipeline.
+  // Pipelines: x.then(flatten).then(dense, 10, DenseOptions{}).then("softmax").
+  // A layer function gets this model first, then `args` (a function passed by name takes
+  // every argument, defaulted ones too, or wrap it in a lambda); a function of one Expr
+  // (activations::relu, a lambda) becomes a layer applying it; a name is the activation
+  // layer of that name (activation.hpp).
   template <class Fn, class... Args>
-  Model then(Fn&& layer, Args&&... args) const {
-    return std::forward<Fn>(layer)(*this, std::forward<Args>(args)...);
+  requires(!std::is_convertible_v<Fn, std::string>) Model then(Fn&& layer, Args&&... args)
+  const {
+    if constexpr (sizeof...(Args) == 0 && !std::is_invocable_v<Fn, const Model&> &&
+                  std::is_invocable_r_v<Expr, Fn, const Expr&>)
+      return then_expr(std::function<Expr(const Expr&)>(std::forward<Fn>(layer)));
+    else
+      return std::forward<Fn>(layer)(*this, std::forward<Args>(args)...);
   }
+  Model then(const std::string& activation) const;
 
  private:
+  Model then_expr(std::function<Expr(const Expr&)> fn) const;
   NodePtr node_;
 };
 
