@@ -28,6 +28,25 @@ Expr class_weight_vector(std::string_view loss, const std::vector<double>& w, st
   return constant(Tensor::from<double>(w).cast(dtype));
 }
 
+// From probabilities, y_pred straight from a matmul or a convolution (its bias added or
+// not) holds logits: their log would train on the wrong loss without a word (a model
+// ending in dense(h, 10) with the probability loss). That is an error naming the fix.
+void check_not_logits(std::string_view loss, const Expr& y_pred, const char* activation) {
+  const Graph& g = *y_pred.graph();
+  ValueId v = y_pred.id();
+  if (g.node(v).op == Op::add) {  // a bias: the operand that is not a broadcast
+    const std::vector<ValueId>& in = g.node(v).inputs;
+    const bool a = g.node(in[0]).op == Op::broadcast, b = g.node(in[1]).op == Op::broadcast;
+    if (a != b) v = a ? in[1] : in[0];
+  }
+  const Op op = g.node(v).op;
+  check(op != Op::dot_general && op != Op::convolution, loss, ": y_pred ",
+        y_pred.type().to_string(), " comes straight from a ", op_name(op),
+        " (a dense or convolution layer without an activation): those are logits, not "
+        "probabilities; pass {.from_logits = true} or end the model in a ",
+        activation);
+}
+
 }  // namespace
 
 // Per example: -sum_c w_c q_c log p_c over the class axis, q the (smoothed) target; with
@@ -38,6 +57,7 @@ Expr impl::categorical_cross_entropy(const Expr& y_true, const Expr& y_pred,
   constexpr std::string_view kName = "categorical_cross_entropy";
   detail::check_operands(kName, y_true, y_pred, 2);
   check_smoothing(kName, o.label_smoothing);
+  if (!o.from_logits) check_not_logits(kName, y_pred, "softmax");
   TraceScope scope(*y_pred.graph());
   const DType ft = detail::float_dtype(y_pred);
   const std::int64_t classes = y_pred.dim(-1);
@@ -82,6 +102,7 @@ Expr impl::binary_cross_entropy(const Expr& y_true, const Expr& y_pred,
         ": sparse labels do not apply (y_true holds 0/1 targets shaped like "
         "y_pred)");
   check_smoothing(kName, o.label_smoothing);
+  if (!o.from_logits) check_not_logits(kName, y_pred, "sigmoid");
   TraceScope scope(*y_pred.graph());
   const DType ft = detail::float_dtype(y_pred);
   Expr y = as(y_true, ft), pred = as(y_pred, ft);

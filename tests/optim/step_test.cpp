@@ -17,6 +17,7 @@
 namespace glia {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
@@ -190,6 +191,35 @@ TEST_F(Linear, LibraryLossesAndMetricsNeedNoWrapper) {
   double last = first.loss;
   for (int i = 0; i < 30; ++i) last = step(s, x, y).loss;
   EXPECT_LT(last, first.loss);
+}
+
+// The probability losses refuse a model that ends in logits (a dense layer without an
+// activation), naming the two fixes; from_logits, or a softmax at the end, trains.
+TEST(TrainStep, ProbabilityLossesRefuseLogits) {
+  Model x = input("x", {-1, 3});
+  Tensor xs = tensor({0.5f, -1, 2, 1, 0.25f, -0.5f}, {2, 3});
+  Tensor ys = tensor({1, 0, 0, 0, 1, 0}, {2, 3});
+  TrainStep logits(dense(x, 3), losses::categorical_cross_entropy, local_sgd(0.1));
+  TrainState s = logits.init(0);
+  EXPECT_THAT([&] { logits(s, xs, ys); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("categorical_cross_entropy"),
+                                         HasSubstr("logits, not probabilities"),
+                                         HasSubstr("from_logits = true"), HasSubstr("softmax"))));
+  TrainStep fixed(dense(x, 3), losses::categorical_cross_entropy.with({.from_logits = true}),
+                  local_sgd(0.1));
+  TrainState f = fixed.init(0);
+  EXPECT_TRUE(std::isfinite(fixed(f, xs, ys).loss));
+  TrainStep probs(dense(x, 3, {.activation = "softmax"}), losses::categorical_cross_entropy,
+                  local_sgd(0.1));
+  TrainState p = probs.init(0);
+  EXPECT_TRUE(std::isfinite(probs(p, xs, ys).loss));
+  TrainStep binary(dense(x, 1), losses::binary_cross_entropy, local_sgd(0.1));
+  TrainState b = binary.init(0);
+  EXPECT_THAT(
+      [&] {
+        binary(b, xs, tensor({1, 0}, {2, 1}));
+      },
+      ThrowsMessage<Error>(AllOf(HasSubstr("binary_cross_entropy"), HasSubstr("sigmoid"))));
 }
 
 // A stochastic layer that outputs its own uniform draw, so the key shows in a metric.
