@@ -29,4 +29,25 @@ Tensor mnist_inputs(const std::string& model, const Tensor& images) {
   return model == "cnn" ? x.reshape({n, 28, 28, 1}) : x.reshape({n, 784});
 }
 
+Tensor mnist_inputs_for(const Model& model, const Tensor& images) {
+  InputTypes inputs = default_input_types(model);
+  check(inputs.size() == 1, "the model takes ", inputs.size(),
+        " inputs; an MNIST image set feeds one");
+  const auto& [name, type] = *inputs.begin();
+  std::vector<std::int64_t> dims = type.shape.dims();
+  const std::int64_t n = images.shape()[0];
+  const std::int64_t pixels = n > 0 ? images.numel() / n : 0;
+  std::int64_t per_example = 1;
+  for (std::size_t i = 1; i < dims.size(); ++i) per_example *= dims[i];
+  check(!dims.empty() && per_example == pixels, "the model's input '", name, "' takes ",
+        type.to_string(), " (", per_example, " values an example; the batch axis first), but ",
+        "the images have ", pixels, " pixels each");
+  check(is_float(type.dtype), "the model's input '", name, "' takes ", type.to_string(),
+        "; the images are given as floats");
+  dims[0] = n;
+  Tensor x = normalize_pixels(images);
+  if (x.dtype() != type.dtype) x = x.cast(type.dtype);
+  return x.reshape(Shape(std::move(dims)));
+}
+
 }  // namespace glia::cli

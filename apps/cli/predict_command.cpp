@@ -3,6 +3,7 @@
 // summary prints the layer table of a checkpoint (or of a built-in model), with where the
 // run stands and a fingerprint of the parameters.
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -92,15 +93,27 @@ std::uint64_t fingerprint(const ModelState& state) {
   return h;
 }
 
-int run_summary(const std::string& checkpoint, const std::string& model_name) {
+// The model's architecture (model_to_json) to `path`, for `glia train --model-json`.
+void write_architecture(const Model& model, const std::string& path) {
+  const std::string text = model_to_json(model);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text << "\n";
+  check(static_cast<bool>(out), "--architecture: cannot write '", path, "'");
+}
+
+int run_summary(const std::string& checkpoint, const std::string& model_name,
+                const std::string& architecture) {
   if (checkpoint.empty()) {
-    std::cout << summary(mnist_model(model_name));
+    Model model = mnist_model(model_name);
+    std::cout << summary(model);
+    if (!architecture.empty()) write_architecture(model, architecture);
     return 0;
   }
   Checkpoint c = load_checkpoint(checkpoint);
   Model model = c.model();
   check_checkpoint(c, model);
   std::cout << summary(model);
+  if (!architecture.empty()) write_architecture(model, architecture);
   const LoopState& s = c.loop;
   std::cout << "Checkpoint " << checkpoint << " (format " << c.format_version << ", saved at "
             << c.saved_at << ")\n"
@@ -165,7 +178,11 @@ Command add_summary_command(CLI::App& app) {
   cmd->add_option("--model", *model, "Built-in model when there is no --checkpoint: mlp or cnn")
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();
-  return {cmd, [=] { return run_summary(*checkpoint, *model); }};
+  auto architecture = std::make_shared<std::string>();
+  cmd->add_option("--architecture", *architecture,
+                  "Also write the model's architecture as JSON to this file (what "
+                  "`glia train --model-json` reads)");
+  return {cmd, [=] { return run_summary(*checkpoint, *model, *architecture); }};
 }
 
 }  // namespace glia::cli

@@ -38,7 +38,7 @@ std::string exact(double v) {
 std::map<std::string, std::string> run_config(const DataFlags& f, const TrainFlags& t) {
   return {{"command", "glia train"},
           {"dataset", f.dataset},
-          {"model", f.model},
+          {"model", f.model_json.empty() ? f.model : "json"},
           {"optimizer", t.optimizer},
           {"learning_rate", exact(t.learning_rate)},
           {"batch_size", std::to_string(f.batch_size)},
@@ -49,7 +49,7 @@ std::map<std::string, std::string> run_config(const DataFlags& f, const TrainFla
 void print_json(const DataFlags& f, const TrainFlags& t, const LoopState& s,
                 const std::map<std::string, double>& test) {
   nlohmann::json j{{"dataset", f.dataset},
-                   {"model", f.model},
+                   {"model", f.model_json.empty() ? f.model : f.model_json},
                    {"optimizer", t.optimizer},
                    {"learning_rate", t.learning_rate},
                    {"batch_size", f.batch_size},
@@ -71,6 +71,8 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
   std::optional<Checkpoint> from;
   if (t.resume) {
     check(!t.checkpoint.empty(), "--resume needs --checkpoint FILE, the run to continue");
+    check(f.model_json.empty(),
+          "--resume takes the model from the checkpoint; leave out --model-json");
     from = load_checkpoint(t.checkpoint);
     flags_from_checkpoint(cmd, *from, f);
     take_setting(cmd, *from, "--optimizer", "optimizer", t.optimizer);
@@ -83,9 +85,11 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
     std::cerr << "note: " << t.checkpoint
               << " exists and will be replaced (--resume continues it instead)\n";
   }
-  Model model = from ? from->model() : mnist_model(f.model);
+  Model model = from                    ? from->model()
+                : !f.model_json.empty() ? read_model_json(f.model_json)
+                                        : mnist_model(f.model);
   if (from) check_checkpoint(*from, model);
-  Data data = load(f);
+  Data data = load(f, model);
   Loop loop = trainer(model, cross_entropy, optimizer(t.optimizer, t.learning_rate),
                       {.backend = f.backend, .seed = f.seed, .metrics = {{"accuracy", accuracy}}});
   if (!t.checkpoint.empty()) {
@@ -181,7 +185,7 @@ int run_eval(const CLI::App& cmd, DataFlags f, const std::string& checkpoint,
   } else {
     model = mnist_model(f.model);
   }
-  Data data = load(f);
+  Data data = load(f, model);
   if (checkpoint.empty()) state = build(model, {.backend = f.backend}).init(f.seed);
   if (!exported.empty()) return compare_exported(model, state, data, f, exported);
   std::map<std::string, double> test = evaluate(model, state, data, f);
@@ -205,6 +209,11 @@ Command add_train_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("train", "Train a model on MNIST, then report test loss and accuracy");
   add_data_flags(cmd, *flags);
+  cmd->add_option("--model-json", flags->model_json,
+                  "Train the architecture in this file (model_to_json's text, e.g. a "
+                  "checkpoint's /architecture) instead of --model; the images are shaped for "
+                  "its input")
+      ->excludes(cmd->get_option("--model"));
   cmd->add_option("--epochs", t->epochs,
                   "Passes over the training set, counted from the run's start (also with "
                   "--resume)")

@@ -1,6 +1,9 @@
 // The data flags and helpers shared by the training, evaluation and checkpoint commands.
 #include "training.hpp"
 
+#include <fstream>
+#include <iterator>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
@@ -47,7 +50,18 @@ std::string data_dir(const DataFlags& f) {
 
 }  // namespace
 
-Data load(const DataFlags& f) {
+Model read_model_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  check(static_cast<bool>(in), "--model-json: cannot read '", path, "'");
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  try {
+    return model_from_json(text);
+  } catch (const Error& e) {
+    throw Error(cat("--model-json ", path, ": ", e.what()));
+  }
+}
+
+Data load(const DataFlags& f, const Model& model) {
   const std::vector<std::string>& names = backend_names();
   check(std::find(names.begin(), names.end(), f.backend) != names.end(), "unknown backend '",
         f.backend, "'");
@@ -56,8 +70,8 @@ Data load(const DataFlags& f) {
   check(why.empty(), "--backend ", f.backend, ": ", why);
   cpu::set_threads(f.threads);
   Mnist m = load_mnist(data_dir(f));
-  return {{mnist_inputs(f.model, m.train_images), one_hot_labels(m.train_labels, 10)},
-          {mnist_inputs(f.model, m.test_images), one_hot_labels(m.test_labels, 10)}};
+  return {{mnist_inputs_for(model, m.train_images), one_hot_labels(m.train_labels, 10)},
+          {mnist_inputs_for(model, m.test_images), one_hot_labels(m.test_labels, 10)}};
 }
 
 Expr cross_entropy(const Expr& y_true, const Expr& y_pred) {

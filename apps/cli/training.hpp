@@ -22,6 +22,7 @@ struct DataFlags {
   std::string dataset = "mnist";
   std::string data_dir;  // empty: $GLIA_DATA_DIR, else ./data/<dataset>
   std::string model = "mlp";
+  std::string model_json;  // train: an architecture file (model_to_json's text) instead
   std::int64_t batch_size = 32;
   std::uint64_t seed = 0;
   std::string backend = default_backend();
@@ -34,8 +35,12 @@ void add_data_flags(CLI::App* cmd, DataFlags& f);
 struct Data {
   Dataset train, test;
 };
-// The dataset's train and test splits, shaped for f.model; checks the backend's name.
-Data load(const DataFlags& f);
+// The dataset's train and test splits, the images shaped for `model`'s input; checks the
+// backend's name.
+Data load(const DataFlags& f, const Model& model);
+// The model written by model_to_json in `path` (a checkpoint's /architecture, say);
+// glia::Error naming the file when it cannot be read or does not describe a model.
+Model read_model_json(const std::string& path);
 
 Expr cross_entropy(const Expr& y_true, const Expr& y_pred);
 Expr accuracy(const Expr& y_true, const Expr& y_pred);
