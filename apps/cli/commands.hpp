@@ -34,5 +34,7 @@ Command add_predict_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 // `glia summary`: the layer table of a checkpoint's model, with where its run stands.
 Command add_summary_command(CLI::App& app);
+// `glia plot`: a checkpoint's training curves as an SVG (and its history as CSV).
+Command add_plot_command(CLI::App& app);
 
 }  // namespace glia::cli

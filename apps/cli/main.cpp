@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
       glia::cli::add_demo_command(app),    glia::cli::add_train_command(app),
       glia::cli::add_eval_command(app),    glia::cli::add_predict_command(app),
       glia::cli::add_summary_command(app), glia::cli::add_bench_command(app),
-      glia::cli::add_export_command(app)};
+      glia::cli::add_export_command(app),  glia::cli::add_plot_command(app)};
 
   CLI11_PARSE(app, argc, argv);
   try {

@@ -185,4 +185,24 @@ Command add_summary_command(CLI::App& app) {
   return {cmd, [=] { return run_summary(*checkpoint, *model, *architecture); }};
 }
 
+Command add_plot_command(CLI::App& app) {
+  auto checkpoint = std::make_shared<std::string>();
+  auto output = std::make_shared<std::string>();
+  auto csv = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "plot", "Draw a checkpoint's training curves (loss and each metric per epoch) as an SVG");
+  cmd->add_option("--checkpoint", *checkpoint, "HDF5 checkpoint written by glia")->required();
+  cmd->add_option("--output", *output, "SVG file to write (replaced if it exists)")->required();
+  cmd->add_option("--csv", *csv, "Also write the history as CSV, one row an epoch");
+  return {cmd, [=] {
+            Checkpoint c = load_checkpoint(*checkpoint);
+            const History& h = c.loop.history;
+            write_history_svg(*output, h, *checkpoint);
+            if (!csv->empty()) write_history_csv(*csv, h);
+            std::cout << "wrote " << *output << ": " << h.size() << " epoch"
+                      << (h.size() == 1 ? "" : "s") << "\n";
+            return 0;
+          }};
+}
+
 }  // namespace glia::cli

@@ -20,6 +20,8 @@ namespace glia::cli {
 namespace {
 
 struct TrainFlags {
+  std::string plot;     // an SVG of the curves, rewritten after every epoch
+  std::string log_csv;  // the history as CSV, likewise
   std::int64_t epochs = 5;
   std::string optimizer = "adam";
   double learning_rate = 1e-3;
@@ -103,6 +105,15 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
   }
   // The next batch is gathered while a GPU step runs; on the cpu backend the step has
   // every core.
+  if (!t.plot.empty() || !t.log_csv.empty())
+    loop.handle(Event::epoch_completed, [t](LoopState& s) {
+      // The loop records the epoch after its handlers: this one's figures are s.metrics.
+      History h = s.history;
+      if (static_cast<std::int64_t>(h.size()) == s.epoch) h.push_back(s.metrics);
+      if (!t.plot.empty()) write_history_svg(t.plot, h, "glia train");
+      if (!t.log_csv.empty()) write_history_csv(t.log_csv, h);
+      return HandlerResult::continue_;
+    });
   Batches train(data.train, {.batch_size = f.batch_size,
                              .shuffle = true,
                              .seed = f.seed,
@@ -214,6 +225,12 @@ Command add_train_command(CLI::App& app) {
                   "checkpoint's /architecture) instead of --model; the images are shaped for "
                   "its input")
       ->excludes(cmd->get_option("--model"));
+  cmd->add_option("--plot", t->plot,
+                  "Draw the loss and each metric per epoch as an SVG in this file (rewritten "
+                  "after every epoch)");
+  cmd->add_option("--log-csv", t->log_csv,
+                  "Write the loss and each metric per epoch as CSV to this file (one row an "
+                  "epoch, rewritten after every epoch)");
   cmd->add_option("--epochs", t->epochs,
                   "Passes over the training set, counted from the run's start (also with "
                   "--resume)")

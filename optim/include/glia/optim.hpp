@@ -7,6 +7,7 @@
 #include "glia/optim/losses.hpp"
 #include "glia/optim/metrics.hpp"
 #include "glia/optim/optimizers.hpp"
+#include "glia/optim/plot.hpp"
 #include "glia/optim/schedules.hpp"
 #include "glia/optim/step.hpp"
 #include "glia/optim/transform.hpp"
