@@ -7,12 +7,7 @@
 #   model_json.sh GLIA_BINARY
 set -u
 glia=$1
-here=$(cd "$(dirname "$0")" && pwd)
-data=${GLIA_DATA_DIR:-$here/../../data/mnist}
-if [[ ! -e $data/train-images-idx3-ubyte && ! -e $data/train-images-idx3-ubyte.gz ]]; then
-  echo "SKIP: no MNIST in $data (./apps/setup.sh test fetches it)"
-  exit 77
-fi
+source "$(dirname "$0")/need_mnist.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
