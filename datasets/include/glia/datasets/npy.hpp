@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +24,14 @@ Tensor read_npy(const std::filesystem::path& path);
 // Atomic: written to a temporary file in the same folder, flushed, then renamed.
 // glia::Error for a dtype numpy has no .npy code for here (bf16).
 void write_npy(const std::filesystem::path& path, const Tensor& tensor);
+
+// numpy's .npz: a zip archive of .npy files (numpy.savez, stored, and savez_compressed,
+// deflated; zip64 entries too), by array name (the member's name without ".npy"). Every
+// member is checked against its CRC. glia::Error naming the file and the member for a
+// missing, truncated or corrupt archive, an encrypted or otherwise compressed member, a
+// member that is not a .npy file, or a malformed array.
+//   std::map<std::string, glia::Tensor> a = glia::read_npz("data.npz");  // a.at("x")
+std::map<std::string, Tensor> read_npz(const std::filesystem::path& path);
 
 // The same on the bytes of a whole .npy file; `source` names them in messages.
 Tensor decode_npy(std::span<const std::byte> bytes, std::string_view source = "npy bytes");
