@@ -29,25 +29,26 @@ Tensor mnist_inputs(const std::string& model, const Tensor& images) {
   return model == "cnn" ? x.reshape({n, 28, 28, 1}) : x.reshape({n, 784});
 }
 
-Tensor mnist_inputs_for(const Model& model, const Tensor& images) {
+Tensor inputs_for(const Model& model, const Tensor& x) {
   InputTypes inputs = default_input_types(model);
-  check(inputs.size() == 1, "the model takes ", inputs.size(),
-        " inputs; an MNIST image set feeds one");
+  check(inputs.size() == 1, "the model takes ", inputs.size(), " inputs; the data feeds one");
   const auto& [name, type] = *inputs.begin();
   std::vector<std::int64_t> dims = type.shape.dims();
-  const std::int64_t n = images.shape()[0];
-  const std::int64_t pixels = n > 0 ? images.numel() / n : 0;
+  check(x.rank() >= 1, "the examples are a scalar ", x.type().to_string());
+  const std::int64_t n = x.shape()[0];
+  const std::int64_t values = n > 0 ? x.numel() / n : 0;
   std::int64_t per_example = 1;
   for (std::size_t i = 1; i < dims.size(); ++i) per_example *= dims[i];
-  check(!dims.empty() && per_example == pixels, "the model's input '", name, "' takes ",
+  check(!dims.empty() && per_example == values, "the model's input '", name, "' takes ",
         type.to_string(), " (", per_example, " values an example; the batch axis first), but ",
-        "the images have ", pixels, " pixels each");
-  check(is_float(type.dtype), "the model's input '", name, "' takes ", type.to_string(),
-        "; the images are given as floats");
+        "the examples have ", values, " values each (", x.type().to_string(), ")");
   dims[0] = n;
-  Tensor x = normalize_pixels(images);
-  if (x.dtype() != type.dtype) x = x.cast(type.dtype);
-  return x.reshape(Shape(std::move(dims)));
+  Tensor cast = x.dtype() == type.dtype ? x : x.cast(type.dtype);
+  return cast.reshape(Shape(std::move(dims)));
+}
+
+Tensor mnist_inputs_for(const Model& model, const Tensor& images) {
+  return inputs_for(model, normalize_pixels(images));
 }
 
 }  // namespace glia::cli

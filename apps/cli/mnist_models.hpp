@@ -19,5 +19,8 @@ Tensor mnist_inputs(const std::string& model, const Tensor& images);
 // dimensions after the batch (784 values an image in any arrangement: [784], [28, 28, 1],
 // [28, 28]). glia::Error naming the input when the model takes something else.
 Tensor mnist_inputs_for(const Model& model, const Tensor& images);
+// Examples x [N, ...] (any dtype) cast and shaped for `model`'s one input: [N] followed by
+// its declared dimensions; glia::Error naming the input when the sizes differ.
+Tensor inputs_for(const Model& model, const Tensor& x);
 
 }  // namespace glia::cli

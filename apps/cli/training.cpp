@@ -3,9 +3,11 @@
 
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -16,9 +18,17 @@
 namespace glia::cli {
 
 void add_data_flags(CLI::App* cmd, DataFlags& f) {
-  cmd->add_option("--dataset", f.dataset, "Dataset: mnist or fashion-mnist (IDX files)")
-      ->check(CLI::IsMember({"mnist", "fashion-mnist"}))
+  cmd->add_option("--dataset", f.dataset,
+                  "Dataset: mnist or fashion-mnist (IDX files), npz (arrays x, y and "
+                  "optionally x_test, y_test) or csv (--data FILE)")
+      ->check(CLI::IsMember({"mnist", "fashion-mnist", "npz", "csv"}))
       ->capture_default_str();
+  cmd->add_option("--data", f.data, "With --dataset npz or csv: the file");
+  cmd->add_option("--label", f.label, "With --dataset csv: the label column (default: the last)");
+  cmd->add_option("--classes", f.classes,
+                  "With --dataset npz or csv: classes of the integer labels (default: the "
+                  "largest label + 1)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   cmd->add_option(
       "--data-dir", f.data_dir,
       "Folder with the four IDX files (default: $GLIA_DATA_DIR, else ./data/<dataset>)");
@@ -50,6 +60,74 @@ std::string data_dir(const DataFlags& f) {
 
 }  // namespace
 
+namespace {
+
+// Integer class labels [N] as one-hot rows of `classes` (0: the largest label + 1);
+// float targets [N, C] as they are.
+Tensor targets(const Tensor& y, std::int64_t classes, const std::string& what) {
+  if (is_float(y.dtype())) {
+    check(y.rank() == 2, what, ": float targets must be [N, classes], got ", y.type().to_string());
+    return y.dtype() == DType::f32 ? y : y.cast(DType::f32);
+  }
+  check(y.rank() == 1, what, ": integer labels must be [N], got ", y.type().to_string());
+  std::vector<std::int64_t> labels = y.to_vector<std::int64_t>();
+  std::int64_t top = 0;
+  for (std::int64_t l : labels) {
+    check(l >= 0, what, ": label ", l, " is negative");
+    top = std::max(top, l + 1);
+  }
+  const std::int64_t c = classes > 0 ? classes : top;
+  check(top <= c, what, ": label ", top - 1, " is not a class in 0..", c - 1, " (--classes ",
+        classes, ")");
+  return one_hot_labels(y.cast(DType::i64), c);
+}
+
+// The last sixth of the examples, or the file's own test split.
+Data split(Dataset all, std::optional<Dataset> test) {
+  if (test) return {std::move(all), std::move(*test)};
+  const std::int64_t n = all.size(), held = std::max<std::int64_t>(1, n / 6);
+  check(n >= 2, "the data holds ", n, " example; at least 2 are needed (one to test)");
+  return {{all.x.rows(0, n - held), all.y.rows(0, n - held)},
+          {all.x.rows(n - held, n), all.y.rows(n - held, n)}};
+}
+
+}  // namespace
+
+Data load_file(const DataFlags& f, const Model& model) {
+  check(!f.data.empty(), "--dataset ", f.dataset, " needs --data FILE");
+  Dataset all;
+  std::optional<Dataset> test;
+  if (f.dataset == "csv") {
+    all = read_csv(f.data, {.label = f.label, .classes = f.classes});
+    if (f.classes == 0) {
+      for (float v : all.y.to_vector<float>())
+        check(v == std::floor(v), f.data, ": the label column holds ", v,
+              ", not a class index (glia train classifies)");
+      all.y = targets(all.y.reshape({all.size()}).cast(DType::i64), 0, f.data);
+    }
+  } else {
+    std::map<std::string, Tensor> a = read_npz(f.data);
+    auto need = [&](const char* name) {
+      auto it = a.find(name);
+      if (it == a.end()) {
+        std::string known;
+        for (const auto& [k, v] : a) known += (known.empty() ? "" : ", ") + k;
+        throw Error(cat(f.data, ": no array '", name, "' (arrays: ", known, ")"));
+      }
+      return it->second;
+    };
+    all = {need("x"), targets(need("y"), f.classes, f.data + " y")};
+    if (a.count("x_test") != 0)
+      test = Dataset{need("x_test"), targets(need("y_test"), all.y.shape()[1], f.data + " y_test")};
+  }
+  check(all.x.shape()[0] == all.y.shape()[0], f.data, ": ", all.x.shape()[0], " examples but ",
+        all.y.shape()[0], " labels");
+  Data d = split(std::move(all), std::move(test));
+  d.train.x = inputs_for(model, d.train.x);
+  d.test.x = inputs_for(model, d.test.x);
+  return d;
+}
+
 Model read_model_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   check(static_cast<bool>(in), "--model-json: cannot read '", path, "'");
@@ -69,6 +147,7 @@ Data load(const DataFlags& f, const Model& model) {
   const std::string why = backend(f.backend).unavailable();
   check(why.empty(), "--backend ", f.backend, ": ", why);
   cpu::set_threads(f.threads);
+  if (f.dataset == "npz" || f.dataset == "csv") return load_file(f, model);
   Mnist m = load_mnist(data_dir(f));
   return {{mnist_inputs_for(model, m.train_images), one_hot_labels(m.train_labels, 10)},
           {mnist_inputs_for(model, m.test_images), one_hot_labels(m.test_labels, 10)}};

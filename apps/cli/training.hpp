@@ -20,7 +20,10 @@ namespace glia::cli {
 
 struct DataFlags {
   std::string dataset = "mnist";
-  std::string data_dir;  // empty: $GLIA_DATA_DIR, else ./data/<dataset>
+  std::string data_dir;      // empty: $GLIA_DATA_DIR, else ./data/<dataset>
+  std::string data;          // npz and csv: the file
+  std::string label;         // csv: the label column (empty: the last)
+  std::int64_t classes = 0;  // npz, csv: classes of integer labels (0: the largest + 1)
   std::string model = "mlp";
   std::string model_json;  // train: an architecture file (model_to_json's text) instead
   std::int64_t batch_size = 32;
@@ -38,6 +41,9 @@ struct Data {
 // The dataset's train and test splits, the images shaped for `model`'s input; checks the
 // backend's name.
 Data load(const DataFlags& f, const Model& model);
+// --dataset npz or csv: the file's examples (the last sixth held out to test, or an npz's
+// x_test and y_test), shaped for `model`.
+Data load_file(const DataFlags& f, const Model& model);
 // The model written by model_to_json in `path` (a checkpoint's /architecture, say);
 // glia::Error naming the file when it cannot be read or does not describe a model.
 Model read_model_json(const std::string& path);

@@ -37,7 +37,7 @@ expect_failure "cannot read '$dir/none.json'" train --model-json "$dir/none.json
 echo "not json" > "$dir/bad.json"
 expect_failure "--model-json $dir/bad.json" train --model-json "$dir/bad.json" --data-dir "$data"
 sed 's/"shape":\[-1,784\]/"shape":[-1,100]/' "$dir/mlp.json" > "$dir/small.json"
-expect_failure "the images have 784 pixels each" train --model-json "$dir/small.json" \
+expect_failure "the examples have 784 values each" train --model-json "$dir/small.json" \
   --data-dir "$data"
 expect_failure "excludes" train --model-json "$dir/mlp.json" --model cnn --data-dir "$data"
 echo "ok: the JSON model trained to $accuracy"
