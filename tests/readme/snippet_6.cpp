@@ -1,0 +1,7 @@
+// README block 6: checkpoints, on block 5's loop and training split.
+#include <glia/glia.hpp>
+
+void readme_snippet_6(glia::Loop& loop, const glia::Dataset& train) {
+  using namespace glia;
+#include "snippet_6.inc"
+}
