@@ -3,6 +3,8 @@
 // through jit once per input signature and run once per batch.
 #include "glia/optim/step.hpp"
 
+#include <algorithm>
+
 #include <set>
 #include <utility>
 
@@ -23,26 +25,27 @@ Expr fold_in_traced(const Expr& key, const Expr& data) {
   return random::bits(mixed, Shape{2});
 }
 
-std::string single_input_name(const Model& model, const char* who) {
+std::vector<std::string> input_names(const Model& model) {
   std::vector<std::string> names;
   for (const ResolvedLayer& r : resolve_layers(model))
     if (!r.node->forward) names.push_back(r.name);
-  check(names.size() == 1, who, ": the model must have exactly one input, it has ", names.size());
-  return names[0];
+  return names;
 }
 
 using FrozenSet = std::set<std::pair<std::string, std::string>>;
 
 struct ModelFacts {
-  std::string input;
-  FrozenSet frozen;  // (layer, parameter)
+  std::vector<std::string> inputs;  // the model's input layers, by name
+  std::string input;                // the only one, where there is one
+  FrozenSet frozen;                 // (layer, parameter)
   bool stochastic = false;
 };
 
 ModelFacts model_facts(const Model& model, const char* who) {
   check(model.defined(), who, ": the model is undefined");
   ModelFacts f;
-  f.input = single_input_name(model, who);
+  f.inputs = input_names(model);
+  if (f.inputs.size() == 1) f.input = f.inputs[0];
   for (const ResolvedLayer& r : resolve_layers(model)) {
     const LayerNode& node = *r.node;
     f.stochastic = f.stochastic || node.stochastic;
@@ -133,14 +136,23 @@ struct TrainGraph {
   std::map<std::string, MetricFn> metrics;
   ModelFacts facts;
 
-  std::tuple<ExprParamMap, ExprParamMap, OptState, Expr, std::map<std::string, Expr>> operator()(
-      const ExprParamMap& params, const ExprParamMap& state, const OptState& opt, const Expr& x,
-      const Expr& y, const Expr& step, const Expr& lr_scale, const Expr& key) const {
+  using Result =
+      std::tuple<ExprParamMap, ExprParamMap, OptState, Expr, std::map<std::string, Expr>>;
+  Result operator()(const ExprParamMap& params, const ExprParamMap& state, const OptState& opt,
+                    const Expr& x, const Expr& y, const Expr& step, const Expr& lr_scale,
+                    const Expr& key) const {
+    return (*this)(params, state, opt, std::map<std::string, Expr>{{facts.input, x}}, y, step,
+                   lr_scale, key);
+  }
+  // Several inputs, by name.
+  Result operator()(const ExprParamMap& params, const ExprParamMap& state, const OptState& opt,
+                    const std::map<std::string, Expr>& x, const Expr& y, const Expr& step,
+                    const Expr& lr_scale, const Expr& key) const {
     Expr dropout_key;
     if (facts.stochastic) dropout_key = fold_in_traced(random::fold_in(key, kDropoutStream), step);
     Applied forward;
     auto loss_of = [&](const ExprParamMap& p) {
-      forward = apply(model, p, state, {{facts.input, x}}, Mode::train, dropout_key);
+      forward = apply(model, p, state, x, Mode::train, dropout_key);
       Expr l = loss(y, forward.output);
       check_scalar(l, "TrainStep: the loss");
       check(is_float(l.dtype()), "TrainStep: the loss must be floating point, got ",
@@ -165,7 +177,13 @@ struct EvalGraph {
   std::tuple<Expr, std::map<std::string, Expr>> operator()(const ExprParamMap& params,
                                                            const ExprParamMap& state, const Expr& x,
                                                            const Expr& y) const {
-    Expr out = apply(model, params, state, {{input, x}}, Mode::inference).output;
+    return (*this)(params, state, std::map<std::string, Expr>{{input, x}}, y);
+  }
+  std::tuple<Expr, std::map<std::string, Expr>> operator()(const ExprParamMap& params,
+                                                           const ExprParamMap& state,
+                                                           const std::map<std::string, Expr>& x,
+                                                           const Expr& y) const {
+    Expr out = apply(model, params, state, x, Mode::inference).output;
     Expr l = scalar(0);
     if (loss) {
       l = loss(y, out);
@@ -227,8 +245,32 @@ StepScalars& step_scalars() {
   return scalars;
 }
 
-void check_batch(const Tensor& x, const Tensor& y, const char* who) {
+void check_batch(const Tensor& x, const Tensor& y, const char* who, const ModelFacts& facts) {
   check(x.defined() && y.defined(), who, ": x and y must be defined tensors");
+  if (facts.inputs.size() != 1) {
+    std::string names;
+    for (const std::string& n : facts.inputs) names += (names.empty() ? "" : ", ") + n;
+    throw Error(cat(who, ": the model has ", facts.inputs.size(), " inputs (", names,
+                    "): pass x as a map from input name to tensor"));
+  }
+}
+
+// Named inputs: exactly the model's, each defined, all with y's examples.
+void check_batch(const std::map<std::string, Tensor>& x, const Tensor& y, const char* who,
+                 const ModelFacts& facts) {
+  check(y.defined(), who, ": y must be a defined tensor");
+  std::string names;
+  for (const std::string& n : facts.inputs) names += (names.empty() ? "" : ", ") + n;
+  for (const auto& [name, t] : x) {
+    check(std::find(facts.inputs.begin(), facts.inputs.end(), name) != facts.inputs.end(), who,
+          ": the model has no input '", name, "' (its inputs: ", names, ")");
+    check(t.defined(), who, ": input '", name, "' is an undefined tensor");
+    check(t.rank() >= 1 && y.rank() >= 1 && t.shape()[0] == y.shape()[0], who, ": input '", name,
+          "' ", t.type().to_string(), " and y ", y.type().to_string(),
+          " must hold the same number of examples");
+  }
+  for (const std::string& n : facts.inputs)
+    check(x.count(n) != 0, who, ": no tensor for input '", n, "' (its inputs: ", names, ")");
 }
 
 }  // namespace
@@ -239,6 +281,24 @@ struct TrainStep::Impl {
   BuiltModel built;
   Jitted<TrainGraph> step;
   Jitted<OptInitGraph> opt_init;
+  ModelFacts facts;
+
+  // One step on x, a Tensor or named Tensors. The state is donated: parameters and
+  // optimizer state nobody else holds are updated in place, so there are never two copies
+  // of them. A bad batch is reported before the state is given up, leaving it as it was.
+  template <class X>
+  StepOutput run(TrainState& state, const X& x, const Tensor& y) const {
+    check_batch(x, y, "TrainStep", facts);
+    auto [params, model_state, opt, loss, metrics] = step.call_donating(
+        std::move(state.model.params), std::move(state.model.state), std::move(state.optimizer),
+        X(x), Tensor(y), step_scalars().step(state.step), step_scalars().lr_scale(state.lr_scale),
+        step_scalars().key(state.seed));
+    state.model.params = std::move(params);
+    state.model.state = std::move(model_state);
+    state.optimizer = std::move(opt);
+    ++state.step;
+    return to_output(loss, metrics);
+  }
 };
 
 TrainStep::TrainStep(Model model, LossFn loss, Transformation optimizer, StepOptions options) {
@@ -246,11 +306,12 @@ TrainStep::TrainStep(Model model, LossFn loss, Transformation optimizer, StepOpt
   check(static_cast<bool>(loss), "TrainStep: the loss is a null function");
   check(optimizer.init && optimizer.update,
         "TrainStep: the optimizer needs both init and update functions");
-  impl_ = std::make_shared<Impl>(Impl{
-      model, optimizer, build(model, {.backend = options.backend}),
-      jit(TrainGraph{model, std::move(loss), optimizer, std::move(options.metrics), facts},
-          JitOptions{.backend = options.backend, .name = "train_step"}),
-      jit(OptInitGraph{optimizer}, JitOptions{.backend = options.backend, .name = "opt_init"})});
+  impl_ = std::make_shared<Impl>(
+      Impl{model, optimizer, build(model, {.backend = options.backend}),
+           jit(TrainGraph{model, std::move(loss), optimizer, std::move(options.metrics), facts},
+               JitOptions{.backend = options.backend, .name = "train_step"}),
+           jit(OptInitGraph{optimizer}, JitOptions{.backend = options.backend, .name = "opt_init"}),
+           facts});
 }
 
 TrainState TrainStep::init(std::uint64_t seed) const { return init(impl_->built.init(seed), seed); }
@@ -264,25 +325,18 @@ TrainState TrainStep::init(ModelState model, std::uint64_t seed) const {
 }
 
 StepOutput TrainStep::operator()(TrainState& state, const Tensor& x, const Tensor& y) const {
-  check_batch(x, y, "TrainStep");
-  // The state is donated: parameters and optimizer state nobody else holds are updated
-  // in place, so there are never two copies of them. A bad batch is reported before the
-  // state is given up, leaving it as it was.
-  auto [params, model_state, opt, loss, metrics] = impl_->step.call_donating(
-      std::move(state.model.params), std::move(state.model.state), std::move(state.optimizer),
-      Tensor(x), Tensor(y), step_scalars().step(state.step),
-      step_scalars().lr_scale(state.lr_scale), step_scalars().key(state.seed));
-  state.model.params = std::move(params);
-  state.model.state = std::move(model_state);
-  state.optimizer = std::move(opt);
-  ++state.step;
-  return to_output(loss, metrics);
+  return impl_->run(state, x, y);
+}
+
+StepOutput TrainStep::operator()(TrainState& state, const std::map<std::string, Tensor>& x,
+                                 const Tensor& y) const {
+  return impl_->run(state, x, y);
 }
 
 const Model& TrainStep::model() const { return impl_->model; }
 
 std::string TrainStep::graph_text(const TrainState& state, const Tensor& x, const Tensor& y) const {
-  check_batch(x, y, "TrainStep");
+  check_batch(x, y, "TrainStep", impl_->facts);
   return impl_->step.graph_text(state.model.params, state.model.state, state.optimizer, x, y,
                                 Tensor::scalar(static_cast<double>(state.step), DType::i64),
                                 Tensor::scalar(state.lr_scale, DType::f32),
@@ -290,7 +344,7 @@ std::string TrainStep::graph_text(const TrainState& state, const Tensor& x, cons
 }
 
 std::string TrainStep::describe(const TrainState& state, const Tensor& x, const Tensor& y) const {
-  check_batch(x, y, "TrainStep");
+  check_batch(x, y, "TrainStep", impl_->facts);
   return impl_->step
       .compiled(state.model.params, state.model.state, state.optimizer, x, y,
                 Tensor::scalar(static_cast<double>(state.step), DType::i64),
@@ -302,17 +356,26 @@ CacheStats TrainStep::cache_stats() const { return impl_->step.cache_stats(); }
 
 struct EvalStep::Impl {
   Jitted<EvalGraph> step;
+  ModelFacts facts;
 };
 
 EvalStep::EvalStep(Model model, LossFn loss, StepOptions options) {
   ModelFacts facts = model_facts(model, "EvalStep");
   impl_ = std::make_shared<Impl>(
       Impl{jit(EvalGraph{model, std::move(loss), std::move(options.metrics), facts.input},
-               JitOptions{.backend = options.backend, .name = "eval_step"})});
+               JitOptions{.backend = options.backend, .name = "eval_step"}),
+           facts});
 }
 
 StepOutput EvalStep::operator()(const ModelState& state, const Tensor& x, const Tensor& y) const {
-  check_batch(x, y, "EvalStep");
+  check_batch(x, y, "EvalStep", impl_->facts);
+  auto [loss, metrics] = impl_->step(state.params, state.state, x, y);
+  return to_output(loss, metrics);
+}
+
+StepOutput EvalStep::operator()(const ModelState& state, const std::map<std::string, Tensor>& x,
+                                const Tensor& y) const {
+  check_batch(x, y, "EvalStep", impl_->facts);
   auto [loss, metrics] = impl_->step(state.params, state.state, x, y);
   return to_output(loss, metrics);
 }

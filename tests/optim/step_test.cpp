@@ -193,6 +193,43 @@ TEST_F(Linear, LibraryLossesAndMetricsNeedNoWrapper) {
   EXPECT_LT(last, first.loss);
 }
 
+// Two inputs by name: y = dense(a) + dense(b), trained on y = a0 - b1; the loss falls, the
+// step matches a hand-computed SGD update, and an EvalStep reads the same map.
+TEST(TrainStep, SeveralInputsByName) {
+  Model a = input("a", {-1, 2}), b = input("b", {-1, 2});
+  Model y = add({dense(a, 1, {.use_bias = false}), dense(b, 1, {.use_bias = false})});
+  TrainStep step(y, mse, local_sgd(0.1));
+  TrainState s = step.init(0);
+  Tensor xa = tensor({1, 0, 0, 1, 2, 1}, {3, 2}), xb = tensor({0, 1, 1, 0, 1, 2}, {3, 2});
+  Tensor target = tensor({0, -1, -1}, {3, 1});  // a0 - b1
+  // One SGD step by hand: d mean((p - t)^2) / dW = 2/3 X^T (p - t) for each input's kernel.
+  std::vector<double> wa = values(s.model.params.at("dense_0").at("kernel"));
+  std::vector<double> wb = values(s.model.params.at("dense_1").at("kernel"));
+  std::vector<double> av = values(xa), bv = values(xb), tv = values(target);
+  double ga[2] = {0, 0}, gb[2] = {0, 0};
+  for (int i = 0; i < 3; ++i) {
+    double p = av[std::size_t(2 * i)] * wa[0] + av[std::size_t(2 * i + 1)] * wa[1] +
+               bv[std::size_t(2 * i)] * wb[0] + bv[std::size_t(2 * i + 1)] * wb[1];
+    for (int k = 0; k < 2; ++k) {
+      ga[k] += 2.0 / 3 * av[std::size_t(2 * i + k)] * (p - tv[std::size_t(i)]);
+      gb[k] += 2.0 / 3 * bv[std::size_t(2 * i + k)] * (p - tv[std::size_t(i)]);
+    }
+  }
+  const std::map<std::string, Tensor> x{{"a", xa}, {"b", xb}};
+  const double first = step(s, x, target).loss;
+  std::vector<double> na = values(s.model.params.at("dense_0").at("kernel"));
+  std::vector<double> nb = values(s.model.params.at("dense_1").at("kernel"));
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_NEAR(na[std::size_t(k)], wa[std::size_t(k)] - 0.1 * ga[k], 1e-6);
+    EXPECT_NEAR(nb[std::size_t(k)], wb[std::size_t(k)] - 0.1 * gb[k], 1e-6);
+  }
+  double last = first;
+  for (int i = 0; i < 200; ++i) last = step(s, x, target).loss;
+  EXPECT_LT(last, 1e-3 * first);
+  EvalStep eval(y, mse);
+  EXPECT_NEAR(eval(s.model, x, target).loss, last, 1e-3 * first);
+}
+
 // The probability losses refuse a model that ends in logits (a dense layer without an
 // activation), naming the two fixes; from_logits, or a softmax at the end, trains.
 TEST(TrainStep, ProbabilityLossesRefuseLogits) {
@@ -336,8 +373,26 @@ TEST_F(Linear, Errors) {
               ThrowsMessage<Error>(HasSubstr("changed its state from {n f32} to {n f32[2]}")));
 
   Model two = add({input("a", {-1, 2}), input("b", {-1, 2})});
-  EXPECT_THAT([&] { TrainStep(two, mse, local_sgd(0.1)); },
-              ThrowsMessage<Error>(HasSubstr("exactly one input, it has 2")));
+  TrainStep pair(two, mse, local_sgd(0.1));
+  TrainState ps = pair.init(0);
+  Tensor two_rows = tensor({1, 2, 3, 4}, {2, 2});
+  EXPECT_THAT([&] { pair(ps, two_rows, two_rows); },
+              ThrowsMessage<Error>(HasSubstr("has 2 inputs (a, b): pass x as a map")));
+  EXPECT_THAT(
+      [&] {
+        pair(ps, {{"a", two_rows}}, two_rows);
+      },
+      ThrowsMessage<Error>(HasSubstr("no tensor for input 'b'")));
+  EXPECT_THAT(
+      [&] {
+        pair(ps, {{"a", two_rows}, {"b", two_rows}, {"c", two_rows}}, two_rows);
+      },
+      ThrowsMessage<Error>(HasSubstr("the model has no input 'c' (its inputs: a, b)")));
+  EXPECT_THAT(
+      [&] {
+        pair(ps, {{"a", two_rows}, {"b", tensor({1, 2}, {1, 2})}}, two_rows);
+      },
+      ThrowsMessage<Error>(HasSubstr("must hold the same number of examples")));
   TrainStep ok(model, mse, local_sgd(0.1));
   TrainState t = ok.init(0);
   EXPECT_THAT(

@@ -55,6 +55,9 @@ class TrainStep {
   // place (copy a TrainState to keep the old values). A batch of the wrong shape or dtype
   // throws before the state is touched.
   StepOutput operator()(TrainState& state, const Tensor& x, const Tensor& y) const;
+  // A model with several inputs: x maps each input layer's name to its batch.
+  StepOutput operator()(TrainState& state, const std::map<std::string, Tensor>& x,
+                        const Tensor& y) const;
   const Model& model() const;
   std::string graph_text(const TrainState& state, const Tensor& x, const Tensor& y) const;
   // The compiled program for these arguments: its kernels, fused groups and arena.
@@ -72,6 +75,8 @@ class EvalStep {
   // A null loss computes metrics only (StepOutput::loss stays 0).
   EvalStep(Model model, LossFn loss, StepOptions options = {});
   StepOutput operator()(const ModelState& state, const Tensor& x, const Tensor& y) const;
+  StepOutput operator()(const ModelState& state, const std::map<std::string, Tensor>& x,
+                        const Tensor& y) const;
   CacheStats cache_stats() const;
   struct Impl;  // opaque
 
