@@ -78,16 +78,7 @@ namespace {
 
 using RunFn = void (*)(const Sweep&, const Bindings&, int);
 
-RunFn pick() {
-  switch (vector_isa()) {
-    case VectorIsa::avx512:
-      return &isa_avx512::run;
-    case VectorIsa::avx2:
-      return &isa_avx2::run;
-    default:
-      return &isa_baseline::run;
-  }
-}
+RunFn pick() { return by_vector_isa<RunFn>(&isa_avx512::run, &isa_avx2::run, &isa_baseline::run); }
 
 }  // namespace
 

@@ -226,14 +226,8 @@ class MaxPoolBackwardKernel final : public CpuKernel {
 
   using ImageFn = void (*)(const ChannelsLastWindows&, const float*, const float*, float*);
   static ImageFn pick_image() {
-    switch (vector_isa()) {
-      case VectorIsa::avx512:
-        return &isa_avx512::pool_adjoint_image;
-      case VectorIsa::avx2:
-        return &isa_avx2::pool_adjoint_image;
-      default:
-        return &isa_baseline::pool_adjoint_image;
-    }
+    return by_vector_isa<ImageFn>(&isa_avx512::pool_adjoint_image, &isa_avx2::pool_adjoint_image,
+                                  &isa_baseline::pool_adjoint_image);
   }
 
   // The running first maximum per channel after window position k (a NaN beats numbers

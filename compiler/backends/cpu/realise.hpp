@@ -72,6 +72,18 @@ std::unique_ptr<CpuKernel> realise_pooling(const Kernel& kernel, const dnnl::eng
 // so that the narrower loops can be run and tested on a wider machine.
 enum class VectorIsa { baseline, avx2, avx512 };
 VectorIsa vector_isa();
+// The one of three per-ISA variants that vector_isa() picks.
+template <class T>
+T by_vector_isa(T avx512, T avx2, T baseline) {
+  switch (vector_isa()) {
+    case VectorIsa::avx512:
+      return avx512;
+    case VectorIsa::avx2:
+      return avx2;
+    default:
+      return baseline;
+  }
+}
 std::unique_ptr<CpuKernel> realise_direct(const Graph& graph, const Kernel& kernel);
 // pad and concatenate (direct_layout.cpp), called by realise_direct.
 std::unique_ptr<CpuKernel> realise_direct_layout(const Graph& graph, const Kernel& kernel);
