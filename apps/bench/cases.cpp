@@ -161,7 +161,8 @@ TrainData load_train_data(const std::string& dir) {
   if (std::filesystem::exists(std::filesystem::path(dir) / "train-images-idx3-ubyte") ||
       std::filesystem::exists(std::filesystem::path(dir) / "train-images-idx3-ubyte.gz")) {
     Mnist m = load_mnist(dir);
-    d.train = {cli::mnist_inputs("mlp", m.train_images), one_hot_labels(m.train_labels, 10)};
+    d.train = {cli::mnist_inputs_for(cli::mnist_model("mlp"), m.train_images),
+               one_hot_labels(m.train_labels, 10)};
     return d;
   }
   d.synthetic = true;

@@ -23,12 +23,6 @@ Model mnist_model(const std::string& name) {
   throw Error(cat("unknown model '", name, "' (known: mlp, cnn)"));
 }
 
-Tensor mnist_inputs(const std::string& model, const Tensor& images) {
-  Tensor x = normalize_pixels(images);
-  std::int64_t n = images.shape()[0];
-  return model == "cnn" ? x.reshape({n, 28, 28, 1}) : x.reshape({n, 784});
-}
-
 Tensor inputs_for(const Model& model, const Tensor& x) {
   InputTypes inputs = default_input_types(model);
   check(inputs.size() == 1, "the model takes ", inputs.size(), " inputs; the data feeds one");

@@ -13,8 +13,6 @@ namespace glia::cli {
 // glia::Error for another name.
 Model mnist_model(const std::string& name);
 
-// MNIST images (u8 [N][28][28]) shaped for the model: [N, 784] or [N, 28, 28, 1] f32 in [0, 1].
-Tensor mnist_inputs(const std::string& model, const Tensor& images);
 // The images normalized and shaped for `model`'s one input: [N] followed by its declared
 // dimensions after the batch (784 values an image in any arrangement: [784], [28, 28, 1],
 // [28, 28]). glia::Error naming the input when the model takes something else.

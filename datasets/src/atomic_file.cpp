@@ -1,5 +1,5 @@
-// write_atomically: temporary file, fsync, rename (see atomic_file.hpp).
-#include "atomic_file.hpp"
+// write_atomically: temporary file, fsync, rename (see glia/datasets/atomic_file.hpp).
+#include "glia/datasets/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "atomic_file.hpp"
+#include "glia/datasets/atomic_file.hpp"
 #include "idx_source.hpp"
 
 namespace glia {

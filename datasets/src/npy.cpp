@@ -10,7 +10,7 @@
 #include <fstream>
 #include <limits>
 
-#include "atomic_file.hpp"
+#include "glia/datasets/atomic_file.hpp"
 #include "npy_header.hpp"
 
 namespace glia {

@@ -2,16 +2,14 @@
 // panel per metric family.
 #include "glia/optim/plot.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "glia/core/error.hpp"
+#include "glia/datasets/atomic_file.hpp"
 
 namespace glia {
 
@@ -171,26 +169,12 @@ namespace {
 
 void write_text(const std::string& path, const std::string& text, const char* what) {
   check(!path.empty(), what, ": the path is empty");
-  namespace fs = std::filesystem;
-  fs::path target(path);
-  const std::string temp = (target.parent_path() / ("." + target.filename().string() + ".tmp." +
-                                                    std::to_string(::getpid())))
-                               .string();
-  std::error_code ec;
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+  detail::write_atomically(path, what, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
     out.flush();
-    if (!out) {
-      fs::remove(temp, ec);
-      throw Error(cat(what, ": cannot write '", path, "'"));
-    }
-  }
-  fs::rename(temp, target, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    throw Error(cat(what, ": cannot write '", path, "': ", ec.message()));
-  }
+    check(static_cast<bool>(out), what, ": cannot write '", path, "'");
+  });
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -39,6 +40,11 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Whether /usr/bin/python3 with numpy runs here (the interoperability tests skip without).
+inline bool have_numpy() {
+  return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
+}
 
 inline void write_bytes(const std::string& path, const Bytes& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -238,12 +238,10 @@ TEST(Npy, FileErrorsNameTheFile) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("h.npy.tmp")));
 }
 
-bool have_numpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
-
 // numpy writes, glia reads (values from the same formulas on both sides); glia writes, numpy
 // reads and checks, and compares glia's bytes with numpy.save's.
 TEST(Npy, ExchangesFilesWithNumpy) {
-  if (!have_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+  if (!testing::have_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
   TempDir dir;
   const std::string script = dir.file("numpy_side.py");
   {

@@ -17,10 +17,8 @@ namespace {
 using testing::expect_error_parts;
 using testing::TempDir;
 
-bool have_numpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
-
 TEST(Npz, ReadsNumpysStoredAndCompressedArchives) {
-  if (!have_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+  if (!testing::have_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
   TempDir dir;
   const std::string script = dir.file("write.py");
   std::ofstream(script) << "import numpy as np, sys\n"

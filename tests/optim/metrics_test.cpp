@@ -115,7 +115,9 @@ TEST(Metrics, TopKWithTies) {
   // [1, 2, 0].
   Tensor sparse = Tensor::from<std::int64_t>({0, 2, 2, 0}, Shape{4});
   auto top = [](std::int64_t k, bool s) {
-    return [k, s](auto& a, auto& b) { return metrics::top_k_categorical_accuracy(a, b, {.k = k, .sparse = s}); };
+    return [k, s](auto& a, auto& b) {
+      return metrics::top_k_categorical_accuracy(a, b, {.k = k, .sparse = s});
+    };
   };
   // True-class ranks: 2, 2, 2, 2 (the tie puts class 2 of row 2 behind class 0).
   EXPECT_DOUBLE_EQ(value(top(1, true), sparse, kScores), 0.0);
