@@ -1,0 +1,123 @@
+// Compiled reductions split between threads: over the whole array (each thread's partial
+// accumulators merged in thread order) and over outer or middle axes (stack arrays), against
+// sums by hand.
+#include <cmath>
+
+#include "compiler/cpu_native_util.hpp"
+
+namespace glia::testing {
+namespace {
+
+// Whole-array reductions: each thread accumulates its part of the outer loop in blocks of
+// lanes (and a remainder), writes its partials, and the merge combines them in thread
+// order. Several accumulators of different types in one sweep; a NaN in a lane block, in
+// a remainder and in the merge all reach the max.
+TEST(CpuNative, WholeArrayReductionsSplitBetweenThreadsMergeTheirPartials) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("partials");
+  constexpr std::int64_t kN = 200003;  // halves and thirds of unequal length, not of 16
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr e = exp(in[0]);
+        return std::vector<Expr>{sum(in[0]), reduce_max(in[0]), reduce_min(in[0]),
+                                 sum(e),     sum(in[1]),        e * 2.0};
+      },
+      {{f32, {kN}}, {i32, {kN}}}, "whole_array");
+  std::vector<float> x(static_cast<std::size_t>(kN));
+  std::vector<std::int32_t> k(static_cast<std::size_t>(kN));
+  double want_sum = 0, want_exp = 0;
+  std::int64_t want_k = 0;
+  float want_max = -1e30f, want_min = 1e30f;
+  for (std::int64_t i = 0; i < kN; ++i) {
+    x[std::size_t(i)] = float((i * 37) % 1009) / 1009.f - 0.5f;
+    k[std::size_t(i)] = std::int32_t(i % 97) - 40;
+  }
+  x[123456] = 0.75f;  // the max in the second thread's half
+  x[17] = -0.875f;    // the min in the first lane block
+  for (std::int64_t i = 0; i < kN; ++i) {
+    want_sum += x[std::size_t(i)];
+    want_exp += std::exp(double(x[std::size_t(i)]));
+    want_k += k[std::size_t(i)];
+    want_max = std::max(want_max, x[std::size_t(i)]);
+    want_min = std::min(want_min, x[std::size_t(i)]);
+  }
+  for (int threads : {1, 2, 3}) {
+    auto exe = on_cpu(g, threads);
+    EXPECT_EQ(count_text(exe->describe(), "glia tile executor"), 0) << exe->describe();
+    std::vector<Tensor> got =
+        exe->run(std::vector<Tensor>{Tensor::from<float>(x), Tensor::from<std::int32_t>(k)});
+    ASSERT_EQ(got.size(), 6u);
+    EXPECT_NEAR(got[0].item<float>(), want_sum, 1e-3) << threads << " threads";
+    EXPECT_EQ(got[1].item<float>(), want_max) << threads << " threads";
+    EXPECT_EQ(got[2].item<float>(), want_min) << threads << " threads";
+    EXPECT_NEAR(got[3].item<float>(), want_exp, 1e-5 * want_exp) << threads << " threads";
+    EXPECT_EQ(got[4].item<std::int32_t>(), want_k) << threads << " threads";
+    EXPECT_FLOAT_EQ(got[5].data<float>()[kN - 1], 2.f * std::exp(x[std::size_t(kN - 1)]));
+  }
+  // NaN wherever it falls: a lane block of the first part, the last part's remainder.
+  for (std::int64_t at : {std::int64_t(5), kN - 2}) {
+    std::vector<float> y = x;
+    y[std::size_t(at)] = std::nanf("");
+    for (int threads : {1, 2, 3}) {
+      auto exe = on_cpu(g, threads);
+      std::vector<Tensor> got =
+          exe->run(std::vector<Tensor>{Tensor::from<float>(y), Tensor::from<std::int32_t>(k)});
+      EXPECT_TRUE(std::isnan(got[1].item<float>())) << "NaN at " << at << ", " << threads;
+      EXPECT_TRUE(std::isnan(got[2].item<float>())) << "NaN at " << at << ", " << threads;
+      EXPECT_TRUE(std::isnan(got[0].item<float>())) << "NaN at " << at << ", " << threads;
+    }
+  }
+}
+
+// Reductions over outer axes (a bias's gradient: the sum over every axis but channels)
+// and over a middle axis: each thread accumulates its part of the outer loop in an array on
+// the stack, the merge adds the threads' arrays in thread order. A relu's adjoint (a
+// select widened into f64 sums) in the same sweep still vectorises.
+TEST(CpuNative, ReductionsOverOuterAxesRunCompiledAndSplitBetweenThreads) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("columns");
+  constexpr std::int64_t kN = 1001, kH = 7, kC = 37;  // rows split unevenly; odd channels
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr d = select(greater(in[1], 0.0), in[0], 0.0);
+        return std::vector<Expr>{d, sum(d, {0, 1}), reduce_max(in[0], {0, 1}), sum(in[0], {1})};
+      },
+      {{f32, {kN, kH, kC}}, {f32, {kN, kH, kC}}}, "columns");
+  std::vector<float> g0(std::size_t(kN * kH * kC)), y(g0.size());
+  for (std::size_t i = 0; i < g0.size(); ++i) {
+    g0[i] = float((i * 29) % 1013) / 1013.f - 0.5f;
+    y[i] = float((i * 17) % 89) / 89.f - 0.3f;
+  }
+  // By hand: the sums in f64, the maxima, and the middle-axis sums.
+  std::vector<double> col(kC, 0.0), mid(std::size_t(kN * kC), 0.0);
+  std::vector<float> top(kC, -1e30f);
+  for (std::int64_t n = 0; n < kN; ++n)
+    for (std::int64_t h = 0; h < kH; ++h)
+      for (std::int64_t c = 0; c < kC; ++c) {
+        const std::size_t i = std::size_t((n * kH + h) * kC + c);
+        col[std::size_t(c)] += y[i] > 0 ? g0[i] : 0.0f;
+        top[std::size_t(c)] = std::max(top[std::size_t(c)], g0[i]);
+        mid[std::size_t(n * kC + c)] += g0[i];
+      }
+  std::vector<Tensor> in{Tensor::from<float>(g0, Shape{kN, kH, kC}),
+                         Tensor::from<float>(y, Shape{kN, kH, kC})};
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(cat(threads, " threads"));
+    auto exe = on_cpu(g, threads);
+    EXPECT_EQ(count_text(exe->describe(), "glia tile executor"), 0) << exe->describe();
+    std::vector<Tensor> got = exe->run(in);
+    ASSERT_EQ(got.size(), 4u);
+    for (std::int64_t c = 0; c < kC; ++c) {
+      EXPECT_NEAR(got[1].data<float>()[c], col[std::size_t(c)], 1e-4) << "channel " << c;
+      EXPECT_EQ(got[2].data<float>()[c], top[std::size_t(c)]) << "channel " << c;
+    }
+    for (std::int64_t i = 0; i < kN * kC; i += 97)
+      EXPECT_NEAR(got[3].data<float>()[i], mid[std::size_t(i)], 1e-5) << "element " << i;
+    expect_close({got[0]}, {interpret(g, in)[0]}, 0, 0);
+  }
+}
+
+}  // namespace
+}  // namespace glia::testing
