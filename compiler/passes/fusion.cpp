@@ -66,7 +66,9 @@ class Grouper {
         group_(n_, -1),
         parent_(n_),
         seen_(n_, 0),
-        members_(n_) {
+        members_(n_),
+        lo_(n_, 0),
+        hi_(n_, 0) {
     std::iota(parent_.begin(), parent_.end(), 0);
   }
 
@@ -85,20 +87,39 @@ class Grouper {
   bool fusible(ValueId v) const { return eligible_[std::size_t(v)] && fusible_op(node(v).op); }
   int group_of(ValueId v) { return group_[std::size_t(v)] < 0 ? -1 : find(group_[std::size_t(v)]); }
 
+  // The oldest node from which a search may still reach a member of `set` (roots). Node
+  // ids are topological, but a group runs as one kernel: from any member a search goes on
+  // to every operand of the group, which may be younger than the member it entered by.
+  // So the bound starts at the set's oldest member and moves down to the oldest member of
+  // every other group that spans it, until none does: from a node older than the bound,
+  // inputs and group jumps alike stay older than it.
+  ValueId search_bound(const std::vector<int>& set) {
+    ValueId low = std::numeric_limits<ValueId>::max();
+    for (int gr : set) low = std::min(low, lo_[std::size_t(gr)]);
+    std::erase_if(roots_, [this](int r) { return find(r) != r; });  // merged since
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int r : roots_) {
+        if (hi_[std::size_t(r)] >= low && lo_[std::size_t(r)] < low) {
+          low = lo_[std::size_t(r)];
+          moved = true;
+        }
+      }
+    }
+    return low;
+  }
+
   // Whether v depends on any group in `set` (roots) once groups run as single kernels:
   // a node of another group depends on every operand of its group, so two groups that
-  // are each convex can still not feed each other both ways. Node ids are topological,
-  // so nodes older than the set's first member are never searched.
-  bool depends_on(ValueId v, const std::vector<int>& set) {
-    ValueId first = std::numeric_limits<ValueId>::max();
-    for (int gr : set)
-      for (ValueId m : members_[std::size_t(gr)]) first = std::min(first, m);
+  // are each convex can still not feed each other both ways. Nodes older than `low`
+  // (search_bound) are never searched.
+  bool depends_on(ValueId v, const std::vector<int>& set, ValueId low) {
     ++stamp_;
     stack_.assign(1, v);
     while (!stack_.empty()) {
       ValueId x = stack_.back();
       stack_.pop_back();
-      if (x < first || seen_[std::size_t(x)] == stamp_) continue;
+      if (x < low || seen_[std::size_t(x)] == stamp_) continue;
       seen_[std::size_t(x)] = stamp_;
       int gx = group_of(x);
       if (gx < 0) {
@@ -117,11 +138,12 @@ class Grouper {
   // Merging `set` (group roots) with the new node n keeps every path between members
   // inside: no operand outside the merged set depends on a member.
   bool convex(ValueId n, const std::vector<int>& set) {
+    const ValueId low = search_bound(set);
     auto outside_reads_ok = [&](ValueId m) {
       for (ValueId o : node(m).inputs) {
         int go = group_of(o);
         if (go >= 0 && std::find(set.begin(), set.end(), go) != set.end()) continue;
-        if (depends_on(o, set)) return false;
+        if (depends_on(o, set, low)) return false;
       }
       return true;
     };
@@ -161,7 +183,10 @@ class Grouper {
     }
     int root = static_cast<int>(n);
     members_[std::size_t(root)].push_back(n);
+    lo_[std::size_t(root)] = hi_[std::size_t(root)] = n;
+    roots_.push_back(root);
     for (int gr : chosen) {
+      lo_[std::size_t(root)] = std::min(lo_[std::size_t(root)], lo_[std::size_t(gr)]);
       parent_[std::size_t(gr)] = root;
       auto& m = members_[std::size_t(gr)];
       members_[std::size_t(root)].insert(members_[std::size_t(root)].end(), m.begin(), m.end());
@@ -212,6 +237,8 @@ class Grouper {
   std::uint64_t stamp_ = 0;
   std::vector<ValueId> stack_;
   std::vector<std::vector<ValueId>> members_;
+  std::vector<ValueId> lo_, hi_;  // a group's oldest and youngest member, by root
+  std::vector<int> roots_;        // every group made; merged ones are skipped
 };
 
 }  // namespace

@@ -204,6 +204,31 @@ TEST(Fusion, GroupsNeverFeedEachOtherBothWays) {
       g, {seeded({4, 4}, f32, -1, 1, 1), seeded({4, 4}, f32, -1, 1, 2), seeded({}, f32, -1, 1, 3)});
 }
 
+TEST(Fusion, GroupsNeverFeedEachOtherThroughAYoungerMember) {
+  // A dense layer of one unit trained with Adam (seen failing to compile): the bias
+  // group (a) takes in a scalar from the bias-correction group (k) through a broadcast of
+  // the same size, then k's group would merge with the group after the matmul (b). Each
+  // check alone sees nothing older than k's nodes depend on it, but a's group, older
+  // than k, now reads k and feeds the matmul: the two kernels would wait for each other.
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr a = -in[0];                               // [4][1]
+        Expr m = matmul(a, in[1]);                     // [4][4], a library kernel
+        Expr b = -m;                                   // [4][4]
+        Expr k = -in[2];                               // scalar, younger than the matmul
+        Expr t = sum(a, {0}) + broadcast(k, {1}, {});  // [1]: joins a's group, reads k
+        Expr u = b + broadcast(k, {4, 4}, {});         // would merge k's and b's groups
+        return std::vector<Expr>{t, u};
+      },
+      {{f32, {4, 1}}, {f32, {1, 4}}, {f32, {}}}, "younger_member");
+  std::vector<bool> eligible;
+  for (const Node& n : g.nodes()) eligible.push_back(n.op != Op::dot_general);
+  EXPECT_FALSE(groups_form_a_cycle(g, fusion_groups(g, eligible)));
+  if (!cpu_backend_built()) return;
+  fused_kernels(
+      g, {seeded({4, 1}, f32, -1, 1, 1), seeded({1, 4}, f32, -1, 1, 2), seeded({}, f32, -1, 1, 3)});
+}
+
 TEST(Fusion, ReductionsOverAnyAxesMatchTheInterpreter) {
   GLIA_REQUIRE_CPU_BACKEND();
   Shape s{7, 5, 9};
