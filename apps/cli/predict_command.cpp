@@ -16,20 +16,6 @@ namespace glia::cli {
 
 namespace {
 
-// The model's single input layer: its name and declared shape (-1: given at run time).
-const LayerNode& single_input(const Model& model, std::string& name) {
-  const LayerNode* found = nullptr;
-  int count = 0;
-  for (const ResolvedLayer& l : resolve_layers(model))
-    if (!l.node->forward) {
-      found = l.node.get();
-      name = l.name;
-      ++count;
-    }
-  check(count == 1, "predict takes a model with one input; this one has ", count);
-  return *found;
-}
-
 std::string declared_text(const LayerNode& input) {
   std::string out = std::string(dtype_name(input.input_dtype));
   for (std::int64_t d : input.input_shape) out += "[" + std::to_string(d) + "]";
@@ -55,26 +41,78 @@ int run_exported(const std::string& library, const std::string& weights, const s
   return 0;
 }
 
-int run_predict(const CLI::App& cmd, const std::string& checkpoint, const std::string& in,
-                const std::string& out, std::string backend) {
-  Checkpoint c = load_checkpoint(checkpoint);
-  take_setting(cmd, c, "--backend", "backend", backend);  // the training's, unless given
-  Model model = c.model();
-  check_checkpoint(c, model);
-  std::string name;
-  const LayerNode& input = single_input(model, name);
-  Tensor x = read_npy(in);
+// --input/--output values: one FILE where the model has one name to fill, or NAME=FILE
+// entries naming them. `names` are the model's inputs (or heads); `all` asks for each.
+std::map<std::string, std::string> named_files(const std::vector<std::string>& args,
+                                               const std::vector<std::string>& names,
+                                               const char* flag, const char* what, bool all) {
+  std::string known;
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  auto named = [&](const std::string& arg) {
+    std::size_t eq = arg.find('=');
+    return eq != std::string::npos &&
+           std::find(names.begin(), names.end(), arg.substr(0, eq)) != names.end();
+  };
+  std::map<std::string, std::string> files;
+  if (args.size() == 1 && names.size() == 1 && !named(args[0])) return {{names[0], args[0]}};
+  for (const std::string& arg : args) {
+    if (!named(arg))
+      throw Error(cat(flag, " ", arg, ": the model has ", names.size(), " ", what, "s (", known,
+                      "); give ", flag, " NAME=FILE for ", all ? "each" : "those to write"));
+    std::size_t eq = arg.find('=');
+    check(files.emplace(arg.substr(0, eq), arg.substr(eq + 1)).second, flag, ": ", what, " '",
+          arg.substr(0, eq), "' is given twice");
+  }
+  if (all)
+    for (const std::string& n : names)
+      check(files.count(n) != 0, flag, ": no file for ", what, " '", n, "' (the model's ", what,
+            "s: ", known, ")");
+  return files;
+}
+
+// The batch for one input, checked against its declared dtype and shape.
+Tensor read_input(const std::string& path, const std::string& name, const LayerNode& input) {
+  Tensor x = read_npy(path);
   bool fits =
       x.dtype() == input.input_dtype && x.rank() == static_cast<int>(input.input_shape.size());
   for (int i = 0; fits && i < x.rank(); ++i)
     fits = input.input_shape[static_cast<std::size_t>(i)] == -1 ||
            input.input_shape[static_cast<std::size_t>(i)] == x.shape()[i];
-  check(fits, "--input ", in, " is ", x.type().to_string(), "; the model's input '", name,
+  check(fits, "--input ", path, " is ", x.type().to_string(), "; the model's input '", name,
         "' takes ", declared_text(input), " (-1: any size)");
-  // A device backend's outputs stay on the device: write a host copy.
-  Tensor y = build(model, {.backend = backend}).predict(c.loop.train.model, x).to_host();
-  write_npy(out, y);
-  std::cout << "wrote " << out << ": " << y.type().to_string() << "\n";
+  return x;
+}
+
+int run_predict(const CLI::App& cmd, const std::string& checkpoint,
+                const std::vector<std::string>& in, const std::vector<std::string>& out,
+                std::string backend) {
+  Checkpoint c = load_checkpoint(checkpoint);
+  take_setting(cmd, c, "--backend", "backend", backend);  // the training's, unless given
+  Model model = c.model();
+  check_checkpoint(c, model);
+  std::vector<std::string> input_names;
+  std::map<std::string, const LayerNode*> inputs;
+  for (const ResolvedLayer& l : resolve_layers(model))
+    if (!l.node->forward && l.node->output_names.empty()) {
+      input_names.push_back(l.name);
+      inputs[l.name] = l.node.get();
+    }
+  std::vector<std::string> heads = output_names(model);
+  const bool one_output = heads.empty();
+  if (one_output) heads = {"output"};
+  std::map<std::string, std::string> out_files =
+      named_files(out, heads, "--output", "output", one_output);
+  std::map<std::string, Tensor> x;
+  for (const auto& [name, path] : named_files(in, input_names, "--input", "input", true))
+    x[name] = read_input(path, name, *inputs.at(name));
+  std::map<std::string, Tensor> y =
+      build(model, {.backend = backend}).predict.outputs(c.loop.train.model, x);
+  for (const auto& [head, path] : out_files) {
+    Tensor t = y.at(head).to_host();  // a device backend's outputs stay on the device
+    write_npy(path, t);
+    std::cout << "wrote " << path << ": " << t.type().to_string()
+              << (one_output ? "" : " (output '" + head + "')") << "\n";
+  }
   return 0;
 }
 
@@ -137,8 +175,8 @@ int run_summary(const std::string& checkpoint, const std::string& model_name,
 
 Command add_predict_command(CLI::App& app) {
   auto checkpoint = std::make_shared<std::string>();
-  auto in = std::make_shared<std::string>();
-  auto out = std::make_shared<std::string>();
+  auto in = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::vector<std::string>>();
   auto backend = std::make_shared<std::string>(default_backend());
   auto exported = std::make_shared<std::string>();
   auto weights = std::make_shared<std::string>();
@@ -153,15 +191,25 @@ Command add_predict_command(CLI::App& app) {
   cmd->add_option("--weights", *weights,
                   "With --exported: its weights file (default: NAME.weights beside it)")
       ->needs(ex);
-  cmd->add_option("--input", *in, ".npy batch of inputs, shaped and typed as the model's input")
-      ->required();
-  cmd->add_option("--output", *out, ".npy file for the outputs (replaced if it exists)")
-      ->required();
+  cmd->add_option("--input", *in,
+                  ".npy batch of inputs, shaped and typed as the model's input; a model with "
+                  "several inputs takes NAME=FILE for each")
+      ->required()
+      ->take_all();
+  cmd->add_option("--output", *out,
+                  ".npy file for the outputs (replaced if it exists); a model with several "
+                  "outputs takes NAME=FILE for each to write")
+      ->required()
+      ->take_all();
   cmd->add_option("--backend", *backend,
                   "Backend that runs the model (default: the one the checkpoint was trained on, "
                   "else interp)");
   return {cmd, [=] {
-            if (!exported->empty()) return run_exported(*exported, *weights, *in, *out);
+            if (!exported->empty()) {
+              check(in->size() == 1 && out->size() == 1,
+                    "predict: an exported library takes one --input FILE and one --output FILE");
+              return run_exported(*exported, *weights, in->front(), out->front());
+            }
             check(!checkpoint->empty(), "predict: give --checkpoint or --exported");
             return run_predict(*cmd, *checkpoint, *in, *out, *backend);
           }};

@@ -66,16 +66,46 @@ Tensor gather_rows(const Tensor& t, const std::int64_t* rows, std::int64_t count
 
 }  // namespace
 
+namespace {
+// Every tensor of the dataset with its role, for the checks and the gathering.
+std::vector<std::pair<std::string, Tensor>> parts(const Dataset& d) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  if (d.x.defined()) out.emplace_back("x", d.x);
+  if (d.y.defined()) out.emplace_back("y", d.y);
+  for (const auto& [name, t] : d.inputs) out.emplace_back(cat("input '", name, "'"), t);
+  for (const auto& [name, t] : d.targets) out.emplace_back(cat("target '", name, "'"), t);
+  return out;
+}
+
+std::int64_t first_size(const std::vector<std::pair<std::string, Tensor>>& ps) {
+  for (const auto& [role, t] : ps)
+    if (t.defined() && t.rank() >= 1) return t.shape()[0];
+  return 0;
+}
+}  // namespace
+
+std::int64_t Dataset::size() const { return first_size(parts(*this)); }
+std::int64_t Batch::size() const { return first_size(parts(Dataset{x, y, inputs, targets})); }
+
 Batches::Batches(Dataset data, BatchOptions options) : data_(std::move(data)), options_(options) {
   check(options_.batch_size > 0, "Batches: batch_size must be positive, got ", options_.batch_size);
-  check(data_.x.defined() && data_.y.defined(), "Batches: the dataset's ",
-        data_.x.defined() ? "y" : "x", " is an undefined tensor");
-  check(data_.x.rank() >= 1 && data_.y.rank() >= 1,
-        "Batches: x and y need an examples axis (rank >= 1), got x ", data_.x.type(), " and y ",
-        data_.y.type());
-  check(data_.x.shape()[0] == data_.y.shape()[0], "Batches: x has ", data_.x.shape()[0],
-        " examples (", data_.x.type(), ") but y has ", data_.y.shape()[0], " (", data_.y.type(),
-        ")");
+  check(!(data_.x.defined() && !data_.inputs.empty()),
+        "Batches: the dataset has both x and named inputs; give one or the other");
+  check(!(data_.y.defined() && !data_.targets.empty()),
+        "Batches: the dataset has both y and named targets; give one or the other");
+  check(data_.x.defined() || !data_.inputs.empty(), "Batches: the dataset's ",
+        "x is an undefined tensor (and it has no named inputs)");
+  check(data_.y.defined() || !data_.targets.empty(), "Batches: the dataset's ",
+        "y is an undefined tensor (and it has no named targets)");
+  std::vector<std::pair<std::string, Tensor>> ps = parts(data_);
+  const auto& [first_role, first] = ps.front();
+  for (const auto& [role, t] : ps) {
+    check(t.defined(), "Batches: the dataset's ", role, " is an undefined tensor");
+    check(t.rank() >= 1, "Batches: the dataset's tensors need an examples axis (rank >= 1); ", role,
+          " is ", t.type());
+    check(t.shape()[0] == first.shape()[0], "Batches: ", first_role, " has ", first.shape()[0],
+          " examples (", first.type(), ") but ", role, " has ", t.shape()[0], " (", t.type(), ")");
+  }
 }
 
 std::int64_t Batches::batches_per_epoch() const {
@@ -89,10 +119,15 @@ BatchIterator Batches::epoch(std::int64_t epoch) const {
       epoch_order(data_.size(), options_.shuffle, options_.seed, epoch));
   const std::int64_t n = data_.size(), size = options_.batch_size;
   // The closure holds its own references to x and y, so the iterator may outlive *this.
-  auto make_batch = [x = data_.x, y = data_.y, order, n, size](std::int64_t b) {
+  auto make_batch = [data = data_, order, n, size](std::int64_t b) {
     const std::int64_t begin = b * size, count = std::min(size, n - begin);
     const std::int64_t* rows = order->data() + begin;
-    return Batch{gather_rows(x, rows, count), gather_rows(y, rows, count)};
+    Batch batch;
+    if (data.x.defined()) batch.x = gather_rows(data.x, rows, count);
+    if (data.y.defined()) batch.y = gather_rows(data.y, rows, count);
+    for (const auto& [name, t] : data.inputs) batch.inputs[name] = gather_rows(t, rows, count);
+    for (const auto& [name, t] : data.targets) batch.targets[name] = gather_rows(t, rows, count);
+    return batch;
   };
   return BatchIterator(std::make_unique<BatchIterator::Impl>(
       batches_per_epoch(), std::move(make_batch), options_.prefetch));

@@ -54,8 +54,10 @@ std::string summary(const Model& model, const InputTypes& inputs) {
       }
     }
     bytes += layer_bytes;
-    rows.push_back({cat(l.name, " (", l.type, ")"), types_text(l.input_types), l.output.to_string(),
-                    l.options, std::to_string(count), std::to_string(layer_bytes)});
+    // An outputs() node passes its heads on: its output column lists them.
+    std::string output = l.type == "outputs" ? types_text(l.input_types) : l.output.to_string();
+    rows.push_back({cat(l.name, " (", l.type, ")"), types_text(l.input_types), output, l.options,
+                    std::to_string(count), std::to_string(layer_bytes)});
   }
   std::array<std::size_t, kColumns> width{};
   for (const Row& r : rows)
@@ -104,7 +106,8 @@ std::string to_dot(const Model& model, const InputTypes& inputs) {
   for (const LayerShapes& l : layers) {
     // DOT reads the two characters \n in a label as a line break.
     std::string label = quoted(cat(l.name, " (", l.type, ")"));
-    label.insert(label.size() - 1, "\\n" + l.output.to_string());
+    label.insert(label.size() - 1,
+                 "\\n" + (l.type == "outputs" ? l.options : l.output.to_string()));
     out += cat("  ", quoted(l.name), " [label=", label, "];\n");
   }
   for (const LayerShapes& l : layers)

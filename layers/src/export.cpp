@@ -38,6 +38,12 @@ const detail::LayerSpan* layer_of(const std::vector<detail::LayerSpan>& spans, V
 ExportResult export_predict(const Model& model, const ModelState& state, const InputTypes& inputs,
                             const ExportOptions& options) {
   std::vector<ResolvedLayer> layers = resolve_layers(model);
+  if (std::vector<std::string> heads = output_names(model); !heads.empty()) {
+    std::string names;
+    for (const std::string& h : heads) names += (names.empty() ? "" : ", ") + h;
+    throw Error(cat("export: the exported ABI gives one output; the model has ", heads.size(), " (",
+                    names, "): export each head's model on its own"));
+  }
   std::string input_name;
   int input_count = 0;
   std::string layer_text;

@@ -65,6 +65,8 @@ Model layer(const std::string& type, std::vector<Model> inputs, ForwardFn forwar
   node->name = options.name;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     check(inputs[i].defined(), "layer '", type, "': input ", i, " is an undefined model");
+    check(inputs[i].node().output_names.empty(), "layer '", type, "': input ", i,
+          " is an outputs() model; give the layer one of its heads");
     node->inputs.push_back(inputs[i].ptr());
   }
   std::set<std::string> names;
@@ -79,6 +81,89 @@ Model layer(const std::string& type, std::vector<Model> inputs, ForwardFn forwar
   return Model(std::move(node));
 }
 
+Model outputs(const std::map<std::string, Model>& heads) {
+  check(!heads.empty(), "outputs: give at least one head");
+  auto node = std::make_shared<LayerNode>();
+  node->type = "outputs";
+  // Never called (the tracer gathers the heads itself); defined, so that no code takes
+  // the node for an input layer, which is the one kind without a forward function.
+  node->forward = [](LayerContext&) -> Expr {
+    throw Error("outputs(): the heads node has no forward pass of its own");
+  };
+  for (const auto& [name, head] : heads) {
+    check(!name.empty(), "outputs: a head's name must not be empty");
+    check(head.defined(), "outputs: head '", name, "' is an undefined model");
+    check(head.node().output_names.empty(), "outputs: head '", name,
+          "' is itself an outputs() model; list its heads instead");
+    node->inputs.push_back(head.ptr());
+    node->output_names.push_back(name);
+  }
+  return Model(std::move(node));
+}
+
+std::vector<std::string> output_names(const Model& model) { return model.node().output_names; }
+
+namespace {
+// The first application of a shared block (what every copy of it points at).
+NodePtr share_root(const NodePtr& n) { return n->shares ? n->shares : n; }
+}  // namespace
+
+Model reapply(const Model& output, const std::vector<std::pair<Model, Model>>& replace) {
+  check(output.defined(), "reapply: the model is undefined");
+  std::vector<ResolvedLayer> order = resolve_layers(output);
+  std::unordered_map<const LayerNode*, NodePtr> to;
+  for (const auto& [f, t] : replace) {
+    check(f.defined() && t.defined(), "reapply: an undefined model in the replacements");
+    check(t.node().output_names.empty(), "reapply: a replacement is an outputs() model");
+    check(to.emplace(f.ptr().get(), t.ptr()).second, "reapply: a model is replaced twice");
+  }
+  std::vector<NodePtr> mapped(order.size());
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const ResolvedLayer& r = order[i];
+    if (auto it = to.find(r.node.get()); it != to.end()) {
+      mapped[i] = it->second;
+      ++found;
+      continue;
+    }
+    bool changed = false;
+    for (std::size_t in : r.inputs) changed = changed || mapped[in] != order[in].node;
+    if (!changed) {
+      mapped[i] = r.node;
+      continue;
+    }
+    auto copy = std::make_shared<LayerNode>(*r.node);
+    copy->name.clear();  // named <type>_<k> when built, beside the original
+    copy->inputs.clear();
+    for (std::size_t in : r.inputs) copy->inputs.push_back(mapped[in]);
+    if (!r.node->params.empty()) copy->shares = share_root(r.node);
+    mapped[i] = std::move(copy);
+  }
+  check(found == to.size(), "reapply: ", to.size() - found, " of the replaced models ",
+        to.size() - found == 1 ? "is" : "are", " not among the model's layers");
+  return Model(mapped.back());
+}
+
+struct Shared::State {
+  std::function<Model(const Model&)> block;
+  Model input, output;  // the first application
+};
+
+Shared::Shared(std::function<Model(const Model&)> block) : state_(std::make_shared<State>()) {
+  check(static_cast<bool>(block), "Shared: the block is an empty function");
+  state_->block = std::move(block);
+}
+
+Model Shared::operator()(const Model& x) const {
+  check(x.defined(), "Shared: the input is an undefined model");
+  if (state_->output.defined()) return reapply(state_->output, {{state_->input, x}});
+  Model y = state_->block(x);
+  check(y.defined(), "Shared: the block returned an undefined model");
+  state_->input = x;
+  state_->output = y;
+  return y;
+}
+
 Model freeze(const Model& model,
              std::function<bool(const std::string& layer, const std::string& param)> frozen) {
   std::unordered_map<const LayerNode*, NodePtr> copies;
@@ -86,6 +171,7 @@ Model freeze(const Model& model,
     if (auto it = copies.find(n.get()); it != copies.end()) return it->second;
     auto c = std::make_shared<LayerNode>(*n);
     for (NodePtr& in : c->inputs) in = copy(in);
+    if (c->shares) c->shares = copy(c->shares);  // the copies share among themselves
     if (!c->params.empty()) {
       auto before = n->frozen;
       c->frozen = [before, frozen](const std::string& l, const std::string& p) {
@@ -117,8 +203,12 @@ std::vector<ResolvedLayer> resolve_layers(const Model& model) {
       }
       continue;
     }
-    ResolvedLayer r{owner.at(node), node->name, {}};
-    for (const NodePtr& in : node->inputs) r.inputs.push_back(position.at(in.get()));
+    ResolvedLayer r{owner.at(node), node->name, {}, {}};
+    for (const NodePtr& in : node->inputs) {
+      check(in->output_names.empty(), "model: an outputs() model is the input of a layer; ",
+            "only the model's last node may gather outputs");
+      r.inputs.push_back(position.at(in.get()));
+    }
     position[node] = order.size();
     order.push_back(std::move(r));
     stack.pop_back();
@@ -135,6 +225,24 @@ std::vector<ResolvedLayer> resolve_layers(const Model& model) {
     while (taken.count(name) != 0);
     taken.insert(name);
     r.name = name;
+  }
+  // Sharing groups: the first layer of each in this order holds the parameters.
+  std::unordered_map<const LayerNode*, const ResolvedLayer*> holder;
+  for (ResolvedLayer& r : order) {
+    r.params_of = r.name;
+    if (r.node->params.empty()) continue;
+    const LayerNode* root = share_root(r.node).get();
+    auto [it, first] = holder.emplace(root, &r);
+    if (first) continue;
+    const LayerNode& h = *it->second->node;
+    bool same = h.params.size() == r.node->params.size();
+    for (std::size_t j = 0; same && j < h.params.size(); ++j)
+      same = h.params[j].name == r.node->params[j].name &&
+             h.params[j].is_state == r.node->params[j].is_state &&
+             h.params[j].dtype == r.node->params[j].dtype;
+    check(same, "model: layer '", r.name, "' (", r.node->type, ") shares parameters with layer '",
+          it->second->name, "' (", h.type, ") but declares others");
+    r.params_of = it->second->name;
   }
   return order;
 }

@@ -36,6 +36,11 @@ Json layer_json(const ResolvedLayer& l, const std::vector<ResolvedLayer>& order)
     j["dtype"] = std::string(dtype_name(n.input_dtype));
     return j;
   }
+  if (!n.output_names.empty()) {  // outputs(): the heads' names, in the order of "inputs"
+    j["names"] = n.output_names;
+    return j;
+  }
+  if (l.shared()) j["shares"] = l.params_of;
   check(!n.config.empty(), "model_to_json: custom layer '", l.name, "' (type ", n.type,
         ") has no JSON description");
   Json options = Json::parse(n.config);
@@ -89,6 +94,19 @@ Model read_layer(const Json& j, std::size_t position, const std::map<std::string
     inputs.push_back(it->second);
   }
   Model m;
+  if (type == "outputs") {
+    std::vector<std::string> names = r.strings("names");
+    if (names.size() != inputs.size())
+      r.fail("names", cat("has ", names.size(), " names for ", inputs.size(), " inputs"));
+    std::map<std::string, Model> heads;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (!heads.emplace(names[i], inputs[i]).second)
+        r.fail("names", cat("repeats '", names[i], "'"));
+    r.finish();
+    auto node = std::make_shared<LayerNode>(outputs(heads).node());
+    node->name = name;
+    return Model(std::move(node));
+  }
   if (type == "input") {
     check(inputs.empty(), where, ": an input layer has no inputs");
     Ints shape = r.integers("shape");
@@ -103,6 +121,15 @@ Model read_layer(const Json& j, std::size_t position, const std::map<std::string
     m = detail::rebuild_layer(type, inputs, options, where);
   }
   m = finish_layer(m, name, r);
+  if (r.has("shares")) {  // weight sharing with an earlier layer
+    std::string holder = r.string("shares");
+    auto it = built.find(holder);
+    if (it == built.end() || it->second.node().params.empty())
+      r.fail("shares", cat("names '", holder, "', which is not an earlier layer with parameters"));
+    auto node = std::make_shared<LayerNode>(m.node());
+    node->shares = it->second.node().shares ? it->second.node().shares : it->second.ptr();
+    m = Model(std::move(node));
+  }
   r.finish();
   return m;
 }

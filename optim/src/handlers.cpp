@@ -107,10 +107,16 @@ Loop& Loop::validate(DataSource data, Filter filter) {
       Event::epoch_completed,
       [v, owner](LoopState& s) {
         if (!v->evaluator || v->version != owner->metrics_version) {
-          Loop e = evaluator(
-              owner->model,
-              {.backend = owner->backend, .loss = owner->loss, .progress = ProgressMode::off});
-          for (const LoopMetric& m : owner->metrics) e.metric(m.name, m.fn, m.how);
+          Loop e = evaluator(owner->model, {.backend = owner->backend,
+                                            .loss = owner->loss,
+                                            .losses = owner->losses,
+                                            .progress = ProgressMode::off});
+          for (const LoopMetric& m : owner->metrics) {
+            if (m.output.empty())
+              e.metric(m.name, m.fn, m.how);
+            else
+              e.metric(m.output, m.metric, m.fn, m.how);
+          }
           v->evaluator = std::make_shared<Loop>(std::move(e));
           v->version = owner->metrics_version;
         }

@@ -1,78 +1,22 @@
-// The loop itself: trainer and evaluator construction, filters, data sources, and run(),
-// which fires the events in Axon's order around one compiled step per batch.
+// The loop itself: trainer and evaluator construction, metrics, and run(), which fires
+// the events in Axon's order around one compiled step per batch.
 #include <chrono>
 
 #include "loop_impl.hpp"
 
 namespace glia {
 
-const char* event_name(Event event) {
-  switch (event) {
-    case Event::started:
-      return "started";
-    case Event::epoch_started:
-      return "epoch_started";
-    case Event::iteration_started:
-      return "iteration_started";
-    case Event::iteration_completed:
-      return "iteration_completed";
-    case Event::epoch_completed:
-      return "epoch_completed";
-    case Event::epoch_halted:
-      return "epoch_halted";
-    case Event::completed:
-      return "completed";
-  }
-  return "unknown";
-}
-
-// ---- Filters and data -----------------------------------------------------------------------
-
-Filter Filter::always() { return {Kind::always, 1}; }
-Filter Filter::once(std::int64_t n) {
-  check(n >= 1, "Filter::once: n counts occurrences from 1, got ", n);
-  return {Kind::once, n};
-}
-Filter Filter::every(std::int64_t n) {
-  check(n >= 1, "Filter::every: n must be >= 1, got ", n);
-  return {Kind::every, n};
-}
-bool Filter::matches(std::int64_t occurrence) const {
-  switch (kind_) {
-    case Kind::always:
-      return true;
-    case Kind::once:
-      return occurrence == n_;
-    case Kind::every:
-      return occurrence % n_ == 0;
-  }
-  return false;
-}
-
-DataSource::DataSource(std::vector<Batch> batches)
-    : batches_per_epoch_(static_cast<std::int64_t>(batches.size())) {
-  auto shared = std::make_shared<const std::vector<Batch>>(std::move(batches));
-  epoch_ = [shared](std::int64_t) -> Reader {
-    return [shared, next = std::size_t{0}]() mutable -> std::optional<Batch> {
-      if (next >= shared->size()) return std::nullopt;
-      return (*shared)[next++];
-    };
-  };
-}
-
-DataSource::DataSource(std::function<Reader(std::int64_t)> epoch, std::int64_t batches_per_epoch)
-    : epoch_(std::move(epoch)), batches_per_epoch_(batches_per_epoch) {
-  check(static_cast<bool>(epoch_), "DataSource: the epoch function is null");
-  check(batches_per_epoch >= 0, "DataSource: batches_per_epoch must be >= 0 (0: unknown), got ",
-        batches_per_epoch);
-}
-
 // ---- Construction -------------------------------------------------------------------------
 
-std::map<std::string, MetricFn> Loop::Impl::metric_fns() const {
-  std::map<std::string, MetricFn> out;
-  for (const LoopMetric& m : metrics) out[m.name] = m.fn;
-  return out;
+StepOptions Loop::Impl::step_options() const {
+  StepOptions o{.backend = backend};
+  for (const LoopMetric& m : metrics) {
+    if (m.output.empty())
+      o.metrics[m.name] = m.fn;
+    else
+      o.output_metrics[m.output][m.metric] = m.fn;
+  }
+  return o;
 }
 
 metrics::Aggregate Loop::Impl::aggregate_of(const std::string& name) const {
@@ -81,9 +25,30 @@ metrics::Aggregate Loop::Impl::aggregate_of(const std::string& name) const {
   return metrics::Aggregate::running_average;
 }
 
+namespace {
+Loop& add_metrics(Loop& loop, const TrainerOptions& options) {
+  for (auto& [name, fn] : options.metrics) loop.metric(name, fn);
+  for (auto& [head, fns] : options.output_metrics)
+    for (auto& [name, fn] : fns) loop.metric(head, name, fn);
+  return loop;
+}
+}  // namespace
+
 Loop trainer(Model model, LossFn loss, Transformation optimizer, TrainerOptions options) {
-  check(model.defined(), "trainer: the model is undefined");
   check(static_cast<bool>(loss), "trainer: the loss is a null function");
+  return detail::make_trainer(std::move(model), std::move(loss), {}, std::move(optimizer),
+                              std::move(options));
+}
+
+Loop trainer(Model model, OutputLosses losses, Transformation optimizer, TrainerOptions options) {
+  check(!losses.empty(), "trainer: give a loss for at least one output");
+  return detail::make_trainer(std::move(model), nullptr, std::move(losses), std::move(optimizer),
+                              std::move(options));
+}
+
+Loop detail::make_trainer(Model model, LossFn loss, OutputLosses losses, Transformation optimizer,
+                          TrainerOptions options) {
+  check(model.defined(), "trainer: the model is undefined");
   check(optimizer.init && optimizer.update, "trainer: the optimizer needs init and update");
   Loop loop;
   loop.impl_ = std::make_shared<Loop::Impl>();
@@ -91,13 +56,13 @@ Loop trainer(Model model, LossFn loss, Transformation optimizer, TrainerOptions 
   l.training = true;
   l.model = std::move(model);
   l.loss = std::move(loss);
+  l.losses = std::move(losses);
   l.optimizer = std::move(optimizer);
   l.backend = options.backend;
   l.seed = options.seed;
   l.output = options.output;
   l.progress = options.progress;
-  for (auto& [name, fn] : options.metrics) loop.metric(name, fn);
-  return loop;
+  return add_metrics(loop, options);
 }
 
 Loop evaluator(Model model, EvaluatorOptions options) {
@@ -108,24 +73,40 @@ Loop evaluator(Model model, EvaluatorOptions options) {
   l.training = false;
   l.model = std::move(model);
   l.loss = std::move(options.loss);
+  l.losses = std::move(options.losses);
   l.backend = options.backend;
   l.output = options.output;
   l.progress = options.progress;
   for (auto& [name, fn] : options.metrics) loop.metric(name, fn);
+  for (auto& [head, fns] : options.output_metrics)
+    for (auto& [name, fn] : fns) loop.metric(head, name, fn);
   return loop;
 }
 
+namespace {
+void add_metric(std::vector<LoopMetric>& metrics, LoopMetric metric) {
+  check(static_cast<bool>(metric.fn), "Loop::metric: '", metric.name, "' is a null function");
+  check(metric.name != "loss", "Loop::metric: 'loss' is the loop's own loss; pick another name");
+  for (LoopMetric& m : metrics)
+    if (m.name == metric.name) {
+      m = std::move(metric);
+      return;
+    }
+  metrics.push_back(std::move(metric));
+}
+}  // namespace
+
 Loop& Loop::metric(const std::string& name, MetricFn fn, metrics::Aggregate how) {
   check(!name.empty(), "Loop::metric: the name is empty");
-  check(name != "loss", "Loop::metric: 'loss' is the loop's own loss; pick another name");
-  check(static_cast<bool>(fn), "Loop::metric: '", name, "' is a null function");
-  bool replaced = false;
-  for (LoopMetric& m : impl_->metrics)
-    if (m.name == name) {
-      m = {name, std::move(fn), how};
-      replaced = true;
-    }
-  if (!replaced) impl_->metrics.push_back({name, std::move(fn), how});
+  add_metric(impl_->metrics, {name, std::move(fn), how, "", name});
+  ++impl_->metrics_version;
+  return *this;
+}
+
+Loop& Loop::metric(const std::string& output, const std::string& name, MetricFn fn,
+                   metrics::Aggregate how) {
+  check(!output.empty() && !name.empty(), "Loop::metric: the output and the name must be given");
+  add_metric(impl_->metrics, {output + "_" + name, std::move(fn), how, output, name});
   ++impl_->metrics_version;
   return *this;
 }
@@ -147,8 +128,17 @@ double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::int64_t batch_size(const Batch& b) {
-  return b.x.defined() && b.x.rank() >= 1 ? b.x.shape()[0] : 1;
+std::int64_t batch_size(const Batch& b) { return std::max<std::int64_t>(b.size(), 1); }
+
+// One step on a batch, with its x or named inputs and its y or named targets.
+template <class Step, class State>
+StepOutput run_step(const Step& step, State& state, const Batch& b) {
+  const bool named_x = !b.x.defined() && !b.inputs.empty();
+  const bool named_y = !b.y.defined() && !b.targets.empty();
+  if (named_x && named_y) return step(state, b.inputs, b.targets);
+  if (named_x) return step(state, b.inputs, b.y);
+  if (named_y) return step(state, b.x, b.targets);
+  return step(state, b.x, b.y);
 }
 
 // The occurrence number a filter sees (see Filter).
@@ -186,9 +176,13 @@ std::int64_t capped_batches(const DataSource& data, const RunOptions& options) {
 
 void Loop::Impl::prepare_steps() {
   if (steps_version == metrics_version) return;
-  StepOptions so{.backend = backend, .metrics = metric_fns()};
-  if (training)
+  StepOptions so = step_options();
+  if (training && loss)
     train_step = std::make_shared<TrainStep>(model, loss, optimizer, so);
+  else if (training)
+    train_step = std::make_shared<TrainStep>(model, losses, optimizer, so);
+  else if (!output_names(model).empty())
+    eval_step = std::make_shared<EvalStep>(model, losses, so);
   else
     eval_step = std::make_shared<EvalStep>(model, loss, so);
   steps_version = metrics_version;
@@ -326,13 +320,13 @@ LoopState Loop::Impl::drive(const DataSource& data, const RunOptions& options, L
       stop = r == HandlerResult::halt_loop;
       halted_epoch = r == HandlerResult::halt_epoch;
       if (stop || halted_epoch) break;
-      s.batch = l.training ? (*l.train_step)(s.train, batch->x, batch->y)
-                           : (*l.eval_step)(s.train.model, batch->x, batch->y);
+      s.batch = l.training ? run_step(*l.train_step, s.train, *batch)
+                           : run_step(*l.eval_step, s.train.model, *batch);
       ++s.iteration;
       ++s.total_iterations;
       epoch_samples += batch_size(*batch);
       s.samples += batch_size(*batch);
-      if (l.loss)
+      if (l.has_loss())
         s.metrics["loss"] = metrics::aggregate(metrics::Aggregate::running_average,
                                                s.metrics["loss"], s.batch.loss, s.iteration);
       for (const auto& [name, v] : s.batch.metrics)

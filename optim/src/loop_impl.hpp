@@ -20,15 +20,18 @@ struct LoopHook {
 };
 
 struct LoopMetric {
-  std::string name;
+  std::string name;  // as reported: "<output>_<metric>" for an output's metric
   MetricFn fn;
   metrics::Aggregate how;
+  std::string output;  // several outputs: the head it reads; empty otherwise
+  std::string metric;  // the name given with the head
 };
 
 struct Loop::Impl {
   bool training = true;
   Model model;
-  LossFn loss;  // an evaluator may have none
+  LossFn loss;          // an evaluator may have none
+  OutputLosses losses;  // several outputs: a loss per head
   Transformation optimizer;
   std::string backend = "interp";
   std::uint64_t seed = 0;
@@ -43,7 +46,9 @@ struct Loop::Impl {
   std::shared_ptr<EvalStep> eval_step;
   std::int64_t steps_version = -1;
 
-  std::map<std::string, MetricFn> metric_fns() const;
+  bool has_loss() const { return static_cast<bool>(loss) || !losses.empty(); }
+  // The metrics as the steps take them: StepOptions' metrics and output_metrics.
+  StepOptions step_options() const;
   metrics::Aggregate aggregate_of(const std::string& name) const;  // loss: running average
   // (Re)builds the compiled steps when the metrics changed since the last run.
   void prepare_steps();

@@ -1,7 +1,8 @@
-// README block 6: checkpoints, on block 5's loop and training split.
+// README block 6: a model with two inputs, a shared encoder and two outputs, trained by a
+// Loop on named inputs and targets (the tensors are the harness's).
 #include <glia/glia.hpp>
 
-void readme_snippet_6(glia::Loop& loop, const glia::Dataset& train) {
-  using namespace glia;
+void readme_snippet_6(const glia::Tensor& a, const glia::Tensor& b, const glia::Tensor& sums,
+                      const glia::Tensor& same) {
 #include "snippet_6.inc"
 }

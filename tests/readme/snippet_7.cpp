@@ -1,11 +1,7 @@
-// README block 7: a backend's LoweringTarget, lowering a graph (compiled, not linked: the
-// sketch declares its member functions without bodies).
-#include <string>
-#include <string_view>
-
+// README block 7: checkpoints, on block 5's loop and training split.
 #include <glia/glia.hpp>
 
-namespace readme_snippet_7 {
-extern const glia::Graph& graph;
+void readme_snippet_7(glia::Loop& loop, const glia::Dataset& train) {
+  using namespace glia;
 #include "snippet_7.inc"
-}  // namespace readme_snippet_7
+}

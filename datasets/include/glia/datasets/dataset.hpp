@@ -6,21 +6,32 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "glia/core/tensor.hpp"
 
 namespace glia {
 
-// Examples along axis 0 of x and y (same length).
+// Named tensors: a model's several inputs (by input name) or targets (by output name).
+using TensorMap = std::map<std::string, Tensor>;
+
+// Examples along axis 0 of every tensor (all the same length): x and y for a model with
+// one input and one output; `inputs` in place of x for several inputs, `targets` in place
+// of y for several outputs (outputs()).
+//   glia::Dataset pairs{.y = same, .inputs = {{"left", a}, {"right", b}}};
 struct Dataset {
   Tensor x, y;
-  std::int64_t size() const { return x.defined() ? x.shape()[0] : 0; }
+  TensorMap inputs, targets;
+  std::int64_t size() const;
 };
 
 struct Batch {
   Tensor x, y;
+  TensorMap inputs, targets;  // as in Dataset
+  std::int64_t size() const;  // examples in the batch
 };
 
 struct BatchOptions {

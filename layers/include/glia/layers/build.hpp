@@ -35,8 +35,9 @@ InputTypes default_input_types(const Model& model, std::int64_t batch = 1);
 
 // ---- Inside a trace ---------------------------------------------------------------------
 struct Applied {
-  Expr output;
-  ExprParamMap state;  // the updated state (train mode); the given state otherwise
+  Expr output;                          // undefined for an outputs() model
+  std::map<std::string, Expr> outputs;  // an outputs() model's heads; empty otherwise
+  ExprParamMap state;                   // the updated state (train mode); the given state otherwise
 };
 // The model's forward pass on traced values. Shape errors name the layer, its input
 // shapes and what it expected. `key` is required in train mode when a layer is stochastic.
@@ -96,6 +97,10 @@ class PredictFn {
   // Inference mode. A model with one input takes a tensor; otherwise input name -> tensor.
   Tensor operator()(const ModelState& state, const Tensor& input) const;
   Tensor operator()(const ModelState& state, const std::map<std::string, Tensor>& inputs) const;
+  // An outputs() model's heads by name (a model with one output: {"output": y}).
+  std::map<std::string, Tensor> outputs(const ModelState& state, const Tensor& input) const;
+  std::map<std::string, Tensor> outputs(const ModelState& state,
+                                        const std::map<std::string, Tensor>& inputs) const;
   // Train mode: dropout active (random from `key`, a u32[2] tensor), state updated.
   TrainResult train(const ModelState& state, const Tensor& input, const Tensor& key) const;
   TrainResult train(const ModelState& state, const std::map<std::string, Tensor>& inputs,

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "glia/core/expr.hpp"
@@ -63,6 +64,11 @@ struct LayerNode {
   // Input layers only: the declared shape (-1 for a dimension given at run time) and dtype.
   std::vector<std::int64_t> input_shape;
   DType input_dtype = DType::f32;
+  // Weight sharing: this layer uses the parameters of `shares` (the block's first
+  // application) instead of its own; null: its own. See reapply().
+  NodePtr shares;
+  // An outputs() node: the name of each input (head); empty for every other layer.
+  std::vector<std::string> output_names;
 };
 
 class Model {
@@ -131,6 +137,36 @@ struct LayerOptions {
 Model layer(const std::string& type, std::vector<Model> inputs, ForwardFn forward,
             std::vector<ParamSpec> params = {}, const LayerOptions& options = {});
 
+// A model with several outputs (Axon's container): predict gives each head by name, and a
+// training step takes a loss per head. It must be the model's last node.
+//   glia::Model m = glia::outputs({{"digit", digit}, {"parity", parity}});
+Model outputs(const std::map<std::string, Model>& heads);
+// The names of an outputs() model's heads; empty for a model with one output.
+std::vector<std::string> output_names(const Model& model);
+
+// Weight sharing: the layers of `output` that depend on a `from` model, applied again with
+// each `from` replaced by its `to`, using the same parameters (one set, trained by every
+// application; batch-norm statistics are updated by each application in turn). Layers that
+// depend on no `from` are reused as they are.
+//   glia::Model left = glia::input("left", {-1, 784}), right = glia::input("right", {-1, 784});
+//   glia::Model a = glia::dense(left, 32);
+//   glia::Model b = glia::reapply(a, {{left, right}});  // the same kernel and bias
+Model reapply(const Model& output, const std::vector<std::pair<Model, Model>>& replace);
+
+// A block of layers applied at several places with one set of parameters, as a module
+// called twice in PyTorch: the first call builds the block, later calls reapply it.
+//   glia::Shared encoder([](const glia::Model& x) { return glia::dense(x, 32); });
+//   glia::Model a = encoder(left), b = encoder(right);
+class Shared {
+ public:
+  explicit Shared(std::function<Model(const Model&)> block);
+  Model operator()(const Model& x) const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
 // A copy of the model whose parameters matching `frozen(layer, param)` are frozen:
 // the training step leaves them unchanged (their gradient is stopped).
 Model freeze(
@@ -143,6 +179,10 @@ struct ResolvedLayer {
   NodePtr node;
   std::string name;
   std::vector<std::size_t> inputs;  // positions of its input layers in the order
+  // The layer whose name its parameters are stored under: its own name, or for a layer
+  // sharing parameters (reapply), the name of the group's first layer in this order.
+  std::string params_of;
+  bool shared() const { return params_of != name; }
 };
 // The layers the output depends on, inputs first; unnamed layers get `<type>_<k>`
 // (k counting layers of that type in this order). Throws glia::Error on a repeated name.

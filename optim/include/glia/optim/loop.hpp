@@ -110,14 +110,18 @@ struct TrainerOptions {
   std::string backend = default_backend();
   std::uint64_t seed = 0;                   // parameters and dropout keys
   std::map<std::string, MetricFn> metrics;  // aggregated as running averages
-  std::ostream* output = nullptr;           // progress output; nullptr: std::cout
+  // Several outputs: head -> metric name -> function, reported as "<head>_<name>".
+  std::map<std::string, std::map<std::string, MetricFn>> output_metrics;
+  std::ostream* output = nullptr;  // progress output; nullptr: std::cout
   ProgressMode progress = ProgressMode::automatic;
 };
 
 struct EvaluatorOptions {
   std::string backend = default_backend();
   std::map<std::string, MetricFn> metrics;  // aggregated as running averages
-  LossFn loss;                              // optional: adds "loss"
+  std::map<std::string, std::map<std::string, MetricFn>> output_metrics;  // several outputs
+  LossFn loss;                                                            // optional: adds "loss"
+  OutputLosses losses;  // several outputs: adds "loss" and "<head>_loss"
   std::ostream* output = nullptr;
   ProgressMode progress = ProgressMode::automatic;
 };
@@ -159,10 +163,19 @@ struct CheckpointOptions {
   std::map<std::string, std::string> config;  // metadata stored in every file
 };
 
+class Loop;
+namespace detail {
+Loop make_trainer(Model model, LossFn loss, OutputLosses losses, Transformation optimizer,
+                  TrainerOptions options);
+}  // namespace detail
+
 class Loop {
  public:
   // An extra metric computed in the step and aggregated over each epoch.
   Loop& metric(const std::string& name, MetricFn fn,
+               metrics::Aggregate how = metrics::Aggregate::running_average);
+  // A metric of one output of an outputs() model, reported as "<output>_<name>".
+  Loop& metric(const std::string& output, const std::string& name, MetricFn fn,
                metrics::Aggregate how = metrics::Aggregate::running_average);
   // Handlers of an event run in the order they were attached.
   Loop& handle(Event event, Handler handler, Filter filter = Filter::always());
@@ -202,12 +215,16 @@ class Loop {
 
  private:
   Loop() = default;  // made by trainer() and evaluator()
-  friend Loop trainer(Model, LossFn, Transformation, TrainerOptions);
+  friend Loop detail::make_trainer(Model, LossFn, OutputLosses, Transformation, TrainerOptions);
   friend Loop evaluator(Model, EvaluatorOptions);
   std::shared_ptr<Impl> impl_;
 };
 
 Loop trainer(Model model, LossFn loss, Transformation optimizer, TrainerOptions options = {});
+// A model with several outputs (outputs()): a weighted loss per head; batches carry their
+// targets by head name (Dataset::targets).
+Loop trainer(Model model, OutputLosses losses, Transformation optimizer,
+             TrainerOptions options = {});
 Loop evaluator(Model model, EvaluatorOptions options = {});
 
 }  // namespace glia

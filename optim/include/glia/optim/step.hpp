@@ -40,14 +40,26 @@ struct StepOutput {
   std::map<std::string, double> metrics;  // batch values, by metric name
 };
 
+// A model with several outputs (outputs()): a loss per head with its weight. The step's
+// loss is the weighted sum; each head's own loss is also reported as "<head>_loss".
+struct OutputLoss {
+  LossFn loss;
+  double weight = 1;
+};
+using OutputLosses = std::map<std::string, OutputLoss>;
+
 struct StepOptions {
   std::string backend = default_backend();
   std::map<std::string, MetricFn> metrics;  // computed in the same graph
+  // Several outputs: head -> metric name -> function, reported as "<head>_<name>".
+  std::map<std::string, std::map<std::string, MetricFn>> output_metrics;
 };
 
 class TrainStep {
  public:
   TrainStep(Model model, LossFn loss, Transformation optimizer, StepOptions options = {});
+  // A model with several outputs; y then maps each head with a loss or metric to its targets.
+  TrainStep(Model model, OutputLosses losses, Transformation optimizer, StepOptions options = {});
   TrainState init(std::uint64_t seed = 0) const;  // model init + optimizer init
   TrainState init(ModelState model, std::uint64_t seed = 0) const;
   // One update on a batch; replaces the state's tensors with the updated ones. The state
@@ -58,6 +70,11 @@ class TrainStep {
   // A model with several inputs: x maps each input layer's name to its batch.
   StepOutput operator()(TrainState& state, const std::map<std::string, Tensor>& x,
                         const Tensor& y) const;
+  // Several outputs: y maps head names to their targets (x a tensor or named tensors).
+  StepOutput operator()(TrainState& state, const Tensor& x,
+                        const std::map<std::string, Tensor>& y) const;
+  StepOutput operator()(TrainState& state, const std::map<std::string, Tensor>& x,
+                        const std::map<std::string, Tensor>& y) const;
   const Model& model() const;
   std::string graph_text(const TrainState& state, const Tensor& x, const Tensor& y) const;
   // The compiled program for these arguments: its kernels, fused groups and arena.
@@ -74,9 +91,15 @@ class EvalStep {
  public:
   // A null loss computes metrics only (StepOutput::loss stays 0).
   EvalStep(Model model, LossFn loss, StepOptions options = {});
+  // Several outputs (empty losses: metrics only).
+  EvalStep(Model model, OutputLosses losses, StepOptions options = {});
   StepOutput operator()(const ModelState& state, const Tensor& x, const Tensor& y) const;
   StepOutput operator()(const ModelState& state, const std::map<std::string, Tensor>& x,
                         const Tensor& y) const;
+  StepOutput operator()(const ModelState& state, const Tensor& x,
+                        const std::map<std::string, Tensor>& y) const;
+  StepOutput operator()(const ModelState& state, const std::map<std::string, Tensor>& x,
+                        const std::map<std::string, Tensor>& y) const;
   CacheStats cache_stats() const;
   struct Impl;  // opaque
 
