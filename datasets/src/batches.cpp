@@ -64,17 +64,15 @@ Tensor gather_rows(const Tensor& t, const std::int64_t* rows, std::int64_t count
   // Rows of a shuffled batch come from all over the dataset: the copy waits on memory, and
   // more cores wait in parallel. The OpenMP pool is the one the cpu backend's kernels
   // keep spinning between calls, so a large gather starts at once on every core.
-#pragma omp parallel for schedule(static) if (count * static_cast<std::int64_t>(row_bytes) >= kParallelBytes)
+#pragma omp parallel for schedule(static) if (count * static_cast <std::int64_t>(row_bytes) >= \
+                                              kParallelBytes)
   for (std::int64_t i = 0; i < count; ++i)
     std::memcpy(dst + static_cast<std::size_t>(i) * row_bytes,
                 src + static_cast<std::size_t>(rows[i]) * row_bytes, row_bytes);
   return out;
 }
 
-}  // namespace
-
-namespace {
-// Every tensor of the dataset with its role, for the checks and the gathering.
+// Every tensor of a dataset or batch with its role, for the checks.
 std::vector<std::pair<std::string, Tensor>> parts(const Dataset& d) {
   std::vector<std::pair<std::string, Tensor>> out;
   if (d.x.defined()) out.emplace_back("x", d.x);
@@ -84,15 +82,21 @@ std::vector<std::pair<std::string, Tensor>> parts(const Dataset& d) {
   return out;
 }
 
-std::int64_t first_size(const std::vector<std::pair<std::string, Tensor>>& ps) {
-  for (const auto& [role, t] : ps)
-    if (t.defined() && t.rank() >= 1) return t.shape()[0];
+// The examples of the first tensor with an examples axis (all have the same count).
+std::int64_t examples(const Tensor& x, const Tensor& y, const TensorMap& inputs,
+                      const TensorMap& targets) {
+  auto rows = [](const Tensor& t) { return t.defined() && t.rank() >= 1 ? t.shape()[0] : -1; };
+  for (const Tensor* t : {&x, &y})
+    if (rows(*t) >= 0) return rows(*t);
+  for (const TensorMap* m : {&inputs, &targets})
+    for (const auto& [name, t] : *m)
+      if (rows(t) >= 0) return rows(t);
   return 0;
 }
 }  // namespace
 
-std::int64_t Dataset::size() const { return first_size(parts(*this)); }
-std::int64_t Batch::size() const { return first_size(parts(Dataset{x, y, inputs, targets})); }
+std::int64_t Dataset::size() const { return examples(x, y, inputs, targets); }
+std::int64_t Batch::size() const { return examples(x, y, inputs, targets); }
 
 Batches::Batches(Dataset data, BatchOptions options) : data_(std::move(data)), options_(options) {
   check(options_.batch_size > 0, "Batches: batch_size must be positive, got ", options_.batch_size);

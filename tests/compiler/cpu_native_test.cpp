@@ -22,7 +22,6 @@
 namespace glia::testing {
 namespace {
 
-
 class CompiledCpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu_compiled"; }
