@@ -7,6 +7,7 @@
 #include <string>
 
 #include "glia/autograd/vjp.hpp"
+#include "scan_vjp.hpp"
 
 namespace glia {
 
@@ -49,25 +50,36 @@ std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs) {
   check(is_float(y.dtype()), "grad: the output must be floating point, got ", y.type().to_string());
   for (std::size_t i = 0; i < xs.size(); ++i) check_input(g, xs[i], i);
   TraceScope scope(g);
+  return detail::vjp({y}, {scalar(1, y.dtype())}, xs);
+}
 
-  const auto end = static_cast<std::size_t>(y.id()) + 1;
-  // An input made after y cannot influence it: its slot stays empty and it gets zeros.
+namespace detail {
+
+std::vector<Expr> vjp(const std::vector<Expr>& ys, const std::vector<Expr>& seeds,
+                      const std::vector<Expr>& xs) {
+  check(!ys.empty() && ys.size() == seeds.size(), "vjp: ", ys.size(), " outputs and ", seeds.size(),
+        " cotangents");
+  Graph& g = *ys[0].graph();
+  TraceScope scope(g);
+  std::size_t end = 0;
+  for (const Expr& y : ys) end = std::max(end, static_cast<std::size_t>(y.id()) + 1);
+  // An input made after the outputs cannot influence them: its slot stays empty (zeros).
   std::size_t slots = end;
   for (const Expr& x : xs) slots = std::max(slots, static_cast<std::size_t>(x.id()) + 1);
-  // Forward: which values depend on an input; backward: which ones the output uses.
+  // Forward: which values depend on an input; backward: which ones the outputs use.
   std::vector<bool> depends(slots, false), needed(slots, false);
   for (const Expr& x : xs) depends[static_cast<std::size_t>(x.id())] = true;
   for (std::size_t i = 0; i < end; ++i)
     for (ValueId in : flow_inputs(g, static_cast<ValueId>(i)))
       if (depends[static_cast<std::size_t>(in)]) depends[i] = true;
-  needed[end - 1] = true;
+  for (std::size_t j = 0; j < ys.size(); ++j)
+    if (seeds[j].defined()) needed[static_cast<std::size_t>(ys[j].id())] = true;
   for (std::size_t i = end; i-- > 0;)
     if (needed[i])
       for (ValueId in : flow_inputs(g, static_cast<ValueId>(i)))
         needed[static_cast<std::size_t>(in)] = true;
 
   std::vector<Expr> cotangent(slots);
-  cotangent[end - 1] = scalar(1, y.dtype());
   auto accumulate = [&](ValueId id, const Expr& ct) {
     auto k = static_cast<std::size_t>(id);
     // Integer and boolean values carry no gradient.
@@ -77,10 +89,29 @@ std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs) {
           g.type(id).to_string());
     cotangent[k] = cotangent[k].defined() ? add(cotangent[k], ct) : ct;
   };
+  for (std::size_t j = 0; j < ys.size(); ++j) accumulate(ys[j].id(), seeds[j]);
+  const ScanGroups loops(g, end);
 
   for (std::size_t i = end; i-- > 0;) {
-    if (!depends[i] || !needed[i] || !cotangent[i].defined()) continue;
     auto id = static_cast<ValueId>(i);
+    if (!depends[i]) continue;
+    if (g.node(id).op == Op::scan) {
+      // A loop's nodes are differentiated together at its first one, where every
+      // result's cotangent is complete.
+      const std::vector<ValueId>* members = loops.at_first(id);
+      if (members == nullptr) continue;
+      std::vector<std::pair<ValueId, Expr>> cts;
+      for (ValueId v : *members)
+        if (cotangent[static_cast<std::size_t>(v)].defined())
+          cts.emplace_back(v, cotangent[static_cast<std::size_t>(v)]);
+      if (cts.empty()) continue;
+      std::vector<bool> wanted;
+      for (ValueId in : g.node(id).inputs) wanted.push_back(depends[static_cast<std::size_t>(in)]);
+      std::vector<Expr> in_cts = scan_vjp(g, id, cts, wanted);
+      for (std::size_t k = 0; k < in_cts.size(); ++k) accumulate(g.node(id).inputs[k], in_cts[k]);
+      continue;
+    }
+    if (!needed[i] || !cotangent[i].defined()) continue;
     if (const auto* custom = custom_of(g, id)) {
       std::vector<Expr> cts = custom->vjp(cotangent[i]);
       check(cts.size() == custom->inputs.size(), "custom_grad: the vjp returned ", cts.size(),
@@ -115,6 +146,8 @@ std::vector<Expr> gradients(const Expr& y, const std::vector<Expr>& xs) {
   }
   return out;
 }
+
+}  // namespace detail
 
 namespace detail {
 void check_grad_leaves(std::size_t arg, const std::string& structure,

@@ -22,6 +22,7 @@ void add_structure_vjps(VjpTable& t);  // layout and indexing
 void add_reduction_vjps(VjpTable& t);
 void add_contraction_vjps(VjpTable& t);  // dot_general, convolution
 void add_window_vjps(VjpTable& t);
+void add_control_vjps(VjpTable& t);  // scan
 
 // Zero cotangent of x's type.
 Expr zeros_like(const Expr& x);

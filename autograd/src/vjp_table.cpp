@@ -29,6 +29,7 @@ detail::VjpTable make_table() {
   detail::add_reduction_vjps(t);
   detail::add_contraction_vjps(t);
   detail::add_window_vjps(t);
+  detail::add_control_vjps(t);
   constexpr auto leaf = GradKind::leaf, zero = GradKind::zero, none = GradKind::non_differentiable;
   set_no_vjp(t, Op::parameter, leaf, "a graph input: gradients end here");
   set_no_vjp(t, Op::constant, leaf, "a constant: gradients end here");

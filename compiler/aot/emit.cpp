@@ -73,6 +73,9 @@ CSource emit_c(const Program& p, const CSourceOptions& options) {
             return detail::emit_direct(e, s);
           } else if constexpr (std::is_same_v<S, FusedSpec>) {
             return detail::emit_fused(e, s);
+          } else if constexpr (std::is_same_v<S, ScanSpec>) {
+            // CTarget declines loops; unwritable() stops an export before it gets here.
+            throw Error(cat("aot: a loop (", k.describe(p.graph), ") has no C form yet"));
           } else {
             return s.op == Op::dot_general ? detail::emit_general_dot(e, s.node)
                                            : detail::emit_general_conv(e, s.node);

@@ -69,6 +69,8 @@ std::string CTarget::fallback_reason(const Graph& graph, ValueId node) const {
                                         : "a non-f32 matrix product";
     case Op::window_max:
       return "a non-f32 max pool";
+    case Op::scan:
+      return "a loop (scan): exported C has no loops over a body function yet";
     default:
       return "no C kernel for this op";
   }

@@ -51,13 +51,13 @@ std::string EpilogueSpec::text() const {
 }
 
 const char* Kernel::kind() const {
-  return std::visit(Overloaded{[](const MatmulSpec&) { return "matmul"; },
-                               [](const ConvSpec&) { return "convolution"; },
-                               [](const PoolSpec&) { return "pooling"; },
-                               [](const DirectSpec&) { return "direct"; },
-                               [](const FusedSpec&) { return "fused"; },
-                               [](const ReferenceSpec&) { return "reference"; }},
-                    spec);
+  return std::visit(
+      Overloaded{
+          [](const MatmulSpec&) { return "matmul"; }, [](const ConvSpec&) { return "convolution"; },
+          [](const PoolSpec&) { return "pooling"; }, [](const DirectSpec&) { return "direct"; },
+          [](const FusedSpec&) { return "fused"; },
+          [](const ReferenceSpec&) { return "reference"; }, [](const ScanSpec&) { return "scan"; }},
+      spec);
 }
 
 std::string Kernel::describe(const Graph& graph) const {
@@ -113,6 +113,11 @@ std::string Kernel::describe(const Graph& graph) const {
                  [](const ReferenceSpec& s) {
                    return cat("reference ", op_name(s.op), " (",
                               s.reason.empty() ? "an undeclared fallback" : s.reason, ")");
+                 },
+                 [&](const ScanSpec& s) {
+                   const auto& a = std::get<ScanAttrs>(graph.node(s.node).attrs);
+                   return cat("scan ", a.body->name(), a.reverse ? " reversed" : "", " x", a.length,
+                              ", ", s.results.size(), " result(s)");
                  }},
       spec);
 }

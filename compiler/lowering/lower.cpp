@@ -144,6 +144,7 @@ Program lower(const Graph& graph, const LoweringTarget& target) {
   // A target that realises no spec of its own gets reference kernels alone, without the
   // stages' analyses.
   if (dynamic_cast<const ReferenceTarget*>(&target) == nullptr) {
+    lowering::lower_scans(state);
     lowering::lower_contractions(state);
     lowering::lower_fused(state);
     lowering::lower_direct(state);

@@ -53,6 +53,7 @@ void add_unique(std::vector<ValueId>& list, ValueId v);
 bool is_bound(Op op);  // parameters and constants: never computed by a kernel
 
 // The stages, in order (each claims only unclaimed nodes).
+void lower_scans(LoweringState& state);         // loops, each as one kernel
 void lower_contractions(LoweringState& state);  // matmul, convolution, pooling
 void lower_fused(LoweringState& state);         // fused element-wise/reduction groups
 void lower_direct(LoweringState& state);        // window_sum, gather, ..., argmax/argmin

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "glia/core/graph.hpp"
 #include "glia/core/hash.hpp"
 
 namespace glia {
@@ -41,6 +42,8 @@ struct Printer {
       out << (v ? "true" : "false");
     else if constexpr (std::is_same_v<T, std::string>)
       out << '"' << v << '"';
+    else if constexpr (std::is_same_v<T, Subgraph>)
+      out << v->name() << "#" << std::hex << (v.fingerprint & 0xffffffu) << std::dec;
     else if constexpr (std::is_same_v<T, Tensor>) {
       // Short form: the values inline when few, else only the type.
       if (v.numel() <= 8) {
@@ -72,6 +75,8 @@ struct Hasher {
     } else if constexpr (std::is_same_v<T, TensorType>) {
       (*this)("dtype", v.dtype);
       (*this)("shape", v.shape);
+    } else if constexpr (std::is_same_v<T, Subgraph>) {
+      h = fnv_value(h, v.fingerprint);
     } else if constexpr (std::is_same_v<T, Tensor>) {
       (*this)("dtype", v.dtype());
       (*this)("shape", v.shape());
@@ -107,11 +112,21 @@ bool fields_equal(const T& a, const T& b) {
 }
 
 constexpr std::array<std::string_view, std::variant_size_v<Attrs>> kKindNames = {
-    "none",    "parameter",  "constant", "cast", "iota",   "broadcast",
-    "reshape", "transpose",  "slice",    "pad",  "axis",   "axes",
-    "reduce",  "arg_reduce", "dot",      "conv", "window", "random_bits"};
+    "none",      "parameter", "constant", "cast",        "iota", "broadcast", "reshape",
+    "transpose", "slice",     "pad",      "axis",        "axes", "reduce",    "arg_reduce",
+    "dot",       "conv",      "window",   "random_bits", "scan"};
 
 }  // namespace
+
+Subgraph::Subgraph(std::shared_ptr<const Graph> g) : graph(std::move(g)) {
+  if (graph) fingerprint = glia::fingerprint(*graph);
+}
+
+bool operator==(const Subgraph& a, const Subgraph& b) {
+  if (a.graph == b.graph) return true;
+  if (!a.graph || !b.graph || a.fingerprint != b.fingerprint) return false;
+  return same_structure(*a.graph, *b.graph);
+}
 
 std::string_view attr_kind_name(AttrKind k) { return kKindNames.at(static_cast<std::size_t>(k)); }
 

@@ -1,5 +1,6 @@
 #include "glia/core/graph.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "kernels/kernel_util.hpp"
@@ -31,6 +32,16 @@ TensorType infer(const Graph& g, const Node& n) {
   const OpInfo& info = op_info(n.op);
   check(info.infer != nullptr, info.name, ": the op table has no inference rule for this op");
   return info.infer(types, n.attrs);
+}
+
+// The loop bodies a graph's nodes hold, each once, in order of first use.
+std::vector<const Graph*> bodies_of(const Graph& g) {
+  std::vector<const Graph*> found;
+  for (const Node& n : g.nodes())
+    if (const auto* s = std::get_if<ScanAttrs>(&n.attrs))
+      if (std::find(found.begin(), found.end(), s->body.graph.get()) == found.end())
+        found.push_back(s->body.graph.get());
+  return found;
 }
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
@@ -138,6 +149,7 @@ void verify(const Graph& g) {
     check(expected == n.type, where, op_name(n.op), " has type ", n.type.to_string(),
           " but its inputs give ", expected.to_string());
   }
+  for (const Graph* body : bodies_of(g)) verify(*body);
   check(next_parameter == static_cast<std::int64_t>(g.parameters().size()), "verify: graph '",
         g.name(), "' lists ", g.parameters().size(), " parameters but has ", next_parameter,
         " parameter nodes");
@@ -147,9 +159,23 @@ void verify(const Graph& g) {
           " is not a value");
 }
 
-std::string to_text(const Graph& g) {
-  std::ostringstream out;
-  out << "graph " << g.name() << "(";
+bool same_structure(const Graph& a, const Graph& b) {
+  if (a.size() != b.size() || a.outputs() != b.outputs() || a.parameters() != b.parameters())
+    return false;
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const Node& x = a.nodes()[static_cast<std::size_t>(i)];
+    const Node& y = b.nodes()[static_cast<std::size_t>(i)];
+    if (x.op != y.op || x.inputs != y.inputs || !(x.type == y.type) ||
+        !attrs_equal(x.attrs, y.attrs))
+      return false;
+  }
+  return true;
+}
+
+namespace {
+
+void write_text(std::ostream& out, const Graph& g, const std::string& indent) {
+  out << indent << "graph " << g.name() << "(";
   for (std::size_t i = 0; i < g.parameters().size(); ++i) {
     const Node& p = g.node(g.parameters()[i]);
     const auto& name = std::get<ParameterAttrs>(p.attrs).name;
@@ -163,15 +189,24 @@ std::string to_text(const Graph& g) {
   for (std::int64_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes()[static_cast<std::size_t>(i)];
     if (n.op == Op::parameter) continue;
-    out << "  %" << i << " = " << op_name(n.op);
+    out << indent << "  %" << i << " = " << op_name(n.op);
     for (std::size_t k = 0; k < n.inputs.size(); ++k) out << (k ? ", %" : " %") << n.inputs[k];
     std::string attrs = attrs_to_string(n.attrs);
     if (!attrs.empty()) out << " [" << attrs << "]";
     out << " : " << n.type << "\n";
   }
-  out << "  return";
+  out << indent << "  return";
   for (std::size_t i = 0; i < g.outputs().size(); ++i) out << (i ? ", %" : " %") << g.outputs()[i];
   out << "\n";
+  // Loop bodies follow, indented, each once.
+  for (const Graph* body : bodies_of(g)) write_text(out, *body, indent + "    ");
+}
+
+}  // namespace
+
+std::string to_text(const Graph& g) {
+  std::ostringstream out;
+  write_text(out, g, "");
   return out.str();
 }
 

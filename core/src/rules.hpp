@@ -25,5 +25,6 @@ void add_reduction_rules(OpTable& table);    // reduce_*, argmax, argmin
 void add_contraction_rules(OpTable& table);  // dot_general, convolution
 void add_window_rules(OpTable& table);       // window_sum, window_max, select_and_scatter
 void add_random_rules(OpTable& table);       // random_bits
+void add_control_rules(OpTable& table);      // scan
 
 }  // namespace glia::detail

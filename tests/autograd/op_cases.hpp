@@ -27,6 +27,7 @@ using OpCases = std::map<Op, std::vector<OpCase>>;
 void add_elementwise_cases(OpCases& cases);  // unary, binary, select, cast
 void add_structure_cases(OpCases& cases);    // layout and indexing
 void add_contraction_cases(OpCases& cases);  // reductions, dot_general, convolution, windows
+void add_control_cases(OpCases& cases);      // scan
 
 inline Tensor f64(const std::vector<double>& values, const Shape& shape) {
   return Tensor::from<double>(values, shape);

@@ -21,6 +21,7 @@ const OpCases& registry() {
     add_elementwise_cases(c);
     add_structure_cases(c);
     add_contraction_cases(c);
+    add_control_cases(c);
     return c;
   }();
   return cases;

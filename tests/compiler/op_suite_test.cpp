@@ -10,6 +10,7 @@
 #include "compiler/cpu_test_util.hpp"
 #include "glia/autograd/grad.hpp"
 #include "glia/compiler/cuda.hpp"
+#include "glia/core/scan.hpp"
 
 namespace glia::testing {
 namespace {
@@ -216,6 +217,53 @@ void add_leaves(OpCases& c) {
   c[Op::stop_gradient] = {{"f32", {f({4}, 82)}, [](auto& x) { return stop_grad(x[0]) * 2.0; }}};
 }
 
+// Loops: a tanh RNN (final carry and stacked outputs of one loop), its gradient (the
+// reverse loop, reading the stored carries), and an integer loop without sequences.
+void add_loops(OpCases& c) {
+  using Vs = std::vector<Expr>;
+  auto rnn = [](const Vs& in) {
+    return scan(
+        [](const Vs& h, const Vs& x, const Vs& w) {
+          return ScanResult{{tanh(dot(h[0], w[0]) + x[0])}, {h[0] * 2.0}};
+        },
+        {in[0]}, {in[1]}, {in[2]});
+  };
+  auto inputs = [](DType t) {
+    return std::vector<Tensor>{f({2, 3}, 91, -1, 1, t), f({5, 2, 3}, 92, -1, 1, t),
+                               f({3, 3}, 93, -0.7, 0.7, t)};
+  };
+  c[Op::scan] = {
+      {"rnn_f32", inputs(f32),
+       [rnn](const Vs& in) {
+         ScanResult r = rnn(in);
+         return r.outputs[0] + expand_dims(r.carries[0], 0);
+       }},
+      {"rnn_gradient_f32", inputs(f32),
+       [rnn](const Vs& in) {
+         ScanResult r = rnn(in);
+         Expr loss = sum(r.outputs[0] * r.outputs[0]) + sum(r.carries[0]);
+         std::vector<Expr> g = gradients(loss, {in[0], in[1], in[2]});
+         return concatenate({reshape(g[0], {-1}), reshape(g[1], {-1}), reshape(g[2], {-1})});
+       }},
+      {"reverse_f64", inputs(f64),
+       [](const Vs& in) {
+         return scan(
+                    [](const Vs& h, const Vs& x, const Vs&) {
+                      return ScanResult{{h[0] * 0.5 + x[0]}, {h[0]}};
+                    },
+                    {in[0]}, {in[1]}, {}, {true})
+             .outputs[0];
+       }},
+      {"counter_i32", {ints({3}, 94)}, [](const Vs& in) {
+         return scan(
+                    [](const Vs& h, const Vs&, const Vs& k) {
+                      return ScanResult{{multiply(h[0], 2) + k[0]}, {}};
+                    },
+                    {zeros({3}, i32)}, {}, {in[0]}, {.length = 4})
+             .carries[0];
+       }}};
+}
+
 const OpCases& op_cases() {
   static const OpCases cases = [] {
     OpCases c;
@@ -224,6 +272,7 @@ const OpCases& op_cases() {
     add_reductions(c);
     add_contractions_and_windows(c);
     add_leaves(c);
+    add_loops(c);
     return c;
   }();
   return cases;

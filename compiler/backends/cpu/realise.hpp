@@ -89,6 +89,7 @@ std::unique_ptr<CpuKernel> realise_direct(const Graph& graph, const Kernel& kern
 std::unique_ptr<CpuKernel> realise_direct_layout(const Graph& graph, const Kernel& kernel);
 std::unique_ptr<CpuKernel> realise_fused(const Kernel& kernel);
 std::unique_ptr<CpuKernel> realise_reference(const Graph& graph, const Kernel& kernel);
+std::unique_ptr<CpuKernel> realise_scan(const Graph& graph, const Kernel& kernel);
 
 // The kernel for any spec.
 std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,

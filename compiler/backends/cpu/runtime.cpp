@@ -93,6 +93,8 @@ std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,
       return realise_direct(graph, kernel);
     case 4:
       return realise_fused(kernel);
+    case 6:
+      return realise_scan(graph, kernel);
     default:
       return realise_reference(graph, kernel);
   }

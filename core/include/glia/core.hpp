@@ -14,6 +14,7 @@
 #include "glia/core/interpreter.hpp"
 #include "glia/core/monoid.hpp"
 #include "glia/core/op.hpp"
+#include "glia/core/scan.hpp"
 #include "glia/core/shape.hpp"
 #include "glia/core/tensor.hpp"
 #include "glia/core/tree.hpp"

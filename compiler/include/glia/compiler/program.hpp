@@ -173,7 +173,18 @@ struct ReferenceSpec {
   std::string reason;
 };
 
-using Spec = std::variant<MatmulSpec, ConvSpec, PoolSpec, DirectSpec, FusedSpec, ReferenceSpec>;
+// A loop (scan, attrs.hpp): its body graph (in the nodes' ScanAttrs) runs once per step; a
+// backend compiles the body as a graph of its own and runs it `length` times, the carries
+// passed from step to step and each step's outputs stored by row. One kernel computes
+// every node of the loop.
+struct ScanSpec {
+  ValueId node = 0;                                       // the loop's first node
+  std::vector<ValueId> operands;                          // its inputs, in order
+  std::vector<std::pair<std::int64_t, ValueId>> results;  // (result index, node)
+};
+
+using Spec =
+    std::variant<MatmulSpec, ConvSpec, PoolSpec, DirectSpec, FusedSpec, ReferenceSpec, ScanSpec>;
 
 struct Kernel {
   Spec spec;
@@ -186,7 +197,8 @@ struct Kernel {
   // being read before the same element of the output is written (element-wise sweeps).
   std::vector<std::pair<ValueId, ValueId>> in_place;
 
-  const char* kind() const;  // "matmul", "convolution", "pooling", "direct", "fused", "reference"
+  // "matmul", "convolution", "pooling", "direct", "fused", "reference", "scan"
+  const char* kind() const;
   std::string describe(const Graph& graph) const;  // "matmul [128x784]·[784x128] + bias, relu"
 };
 

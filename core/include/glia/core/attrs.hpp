@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -12,6 +13,7 @@
 
 namespace glia {
 
+class Graph;
 using Ints = std::vector<std::int64_t>;
 
 struct NoAttrs {
@@ -166,11 +168,42 @@ struct RandomBitsAttrs {
     f("shape", shape);
   }
 };
+// A graph one node holds (a loop's body). Shared, never changed once built; the
+// fingerprint is computed once. Equality is structural; it prints by name and fingerprint.
+struct Subgraph {
+  std::shared_ptr<const Graph> graph;
+  std::uint64_t fingerprint = 0;
+  explicit Subgraph(std::shared_ptr<const Graph> g = nullptr);
+  const Graph& operator*() const { return *graph; }
+  const Graph* operator->() const { return graph.get(); }
+  friend bool operator==(const Subgraph& a, const Subgraph& b);
+};
+// A structured loop over the leading axis of its sequences (JAX's lax.scan). The node's
+// inputs are the initial carries (`carries` of them), the sequences (`sequences`, each
+// [length, ...]) and then loop constants. Each step t runs `body` on (carries, row t of
+// every sequence, constants) and gets (new carries, step outputs); `reverse` runs t from
+// length - 1 down to 0 (outputs still land in row t). One loop has several results, and a
+// scan node is result `result` of it:
+//   [0, carries)                        the final carry
+//   [carries, carries + outputs)        a step output, stacked: [length, ...]
+//   [carries + outputs, 2 carries + outputs)  the carry each step received, stacked
+// (what reverse mode reads). Nodes of one loop (same inputs and attributes but `result`)
+// are computed once by the backends.
+struct ScanAttrs {
+  Subgraph body;
+  std::int64_t carries = 0, sequences = 0, length = 0, result = 0;
+  bool reverse = false;
+  template <class F>
+  void fields(F&& f) const {
+    f("body", body), f("carries", carries), f("sequences", sequences), f("length", length),
+        f("reverse", reverse), f("result", result);
+  }
+};
 
-using Attrs =
-    std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, CastAttrs, IotaAttrs, BroadcastAttrs,
-                 ReshapeAttrs, TransposeAttrs, SliceAttrs, PadAttrs, AxisAttrs, AxesAttrs,
-                 ReduceAttrs, ArgReduceAttrs, DotAttrs, ConvAttrs, WindowAttrs, RandomBitsAttrs>;
+using Attrs = std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, CastAttrs, IotaAttrs,
+                           BroadcastAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, PadAttrs,
+                           AxisAttrs, AxesAttrs, ReduceAttrs, ArgReduceAttrs, DotAttrs, ConvAttrs,
+                           WindowAttrs, RandomBitsAttrs, ScanAttrs>;
 
 // The attribute kind an op expects: the index of its alternative in Attrs.
 enum class AttrKind : std::uint8_t {
@@ -191,7 +224,8 @@ enum class AttrKind : std::uint8_t {
   dot,
   conv,
   window,
-  random_bits
+  random_bits,
+  scan
 };
 inline AttrKind attr_kind(const Attrs& a) { return static_cast<AttrKind>(a.index()); }
 std::string_view attr_kind_name(AttrKind k);

@@ -86,6 +86,9 @@ Graph prune(const Graph& graph);
 //     return %9
 std::string to_text(const Graph& graph);
 
+// Equal nodes (ops, inputs, attributes, types) and outputs; names aside.
+bool same_structure(const Graph& a, const Graph& b);
+
 // A stable 64-bit hash of the graph's structure, attributes, types and outputs
 // (not its name): equal graphs have equal fingerprints across runs and machines.
 std::uint64_t fingerprint(const Graph& graph);

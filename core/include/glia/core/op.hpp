@@ -76,7 +76,8 @@ namespace glia {
   X(window_max, "window_max", 1, window, window)                 \
   X(select_and_scatter, "select_and_scatter", 2, window, window) \
   X(random_bits, "random_bits", 1, random_bits, random)          \
-  X(stop_gradient, "stop_gradient", 1, none, unary)
+  X(stop_gradient, "stop_gradient", 1, none, unary)              \
+  X(scan, "scan", -1, scan, control)
 
 enum class Op : std::uint8_t {
 #define GLIA_OP_ENUM(e, name, arity, attr, cls) e,
@@ -101,7 +102,8 @@ enum class OpClass : std::uint8_t {
   reduction,
   contraction,
   window,
-  random
+  random,
+  control  // structured loops: a body graph run by the op
 };
 
 // Shape/dtype inference: the result type of the op on these input types, or glia::Error

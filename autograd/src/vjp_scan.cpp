@@ -1,0 +1,137 @@
+// Reverse mode through scan. For a forward loop c[t+1], y[t] = body(c[t], x[t], w), the
+// backward loop runs the other way with the carries' cotangents a[t+1] and the constants'
+// gradient sums as its carries:
+//   a[t], dx[t], dw[t] = vjp of body at (c[t], x[t], w) applied to (a[t+1], dy[t])
+//   a[t] += the cotangent of the stored carry c[t] (when that result is used)
+//   acc += dw[t]
+// It reads the forward loop's stored carries c[t] (its trace results, computed by the same
+// loop) and recomputes each step's intermediates. It is itself a scan, so it differentiates
+// again (second order, nested loops).
+#include <algorithm>
+
+#include "scan_vjp.hpp"
+#include "vjp_rules.hpp"
+
+namespace glia::detail {
+
+ScanGroups::ScanGroups(const Graph& g, std::size_t end) {
+  for (std::size_t i = 0; i < end; ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.op != Op::scan) continue;
+    auto it = std::find_if(groups_.begin(), groups_.end(),
+                           [&](const auto& e) { return same_loop(g.node(e.first), n); });
+    if (it == groups_.end())
+      groups_[static_cast<ValueId>(i)] = {static_cast<ValueId>(i)};
+    else
+      it->second.push_back(static_cast<ValueId>(i));
+  }
+}
+
+const std::vector<ValueId>* ScanGroups::at_first(ValueId id) const {
+  auto it = groups_.find(id);
+  return it == groups_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+Expr plus(const Expr& a, const Expr& b) {
+  if (!a.defined()) return b;
+  return b.defined() ? add(a, b) : a;
+}
+
+}  // namespace
+
+std::vector<Expr> scan_vjp(Graph& g, ValueId loop, const std::vector<std::pair<ValueId, Expr>>& cts,
+                           const std::vector<bool>& wanted) {
+  TraceScope scope(g);
+  const Node node = g.node(loop);  // a copy: the graph grows below
+  const auto& a = std::get<ScanAttrs>(node.attrs);
+  const Graph& body = *a.body;
+  const auto n = node.inputs.size(), k = static_cast<std::size_t>(a.carries),
+             m = static_cast<std::size_t>(a.sequences), p = n - k - m;
+  const std::size_t q = body.outputs().size() - k;
+  std::vector<Expr> inputs;
+  for (ValueId in : node.inputs) inputs.emplace_back(&g, in);
+
+  // The cotangent of every result (undefined: unused).
+  std::vector<Expr> rct(2 * k + q);
+  for (const auto& [v, ct] : cts) {
+    auto r = static_cast<std::size_t>(std::get<ScanAttrs>(g.node(v).attrs).result);
+    rct[r] = plus(rct[r], ct);
+  }
+  auto is_f = [&](std::size_t i) { return is_float(inputs[i].dtype()); };
+  std::vector<std::size_t> fc, gy, gs, dxs, dws;  // float carries, used outputs, ..., wanted
+  for (std::size_t j = 0; j < k; ++j)
+    if (is_f(j)) fc.push_back(j);
+  for (std::size_t j = 0; j < q; ++j)
+    if (rct[k + j].defined()) gy.push_back(j);
+  for (std::size_t j : fc)
+    if (rct[k + q + j].defined()) gs.push_back(j);
+  for (std::size_t j = 0; j < m; ++j)
+    if (wanted[k + j] && is_f(k + j)) dxs.push_back(j);
+  for (std::size_t j = 0; j < p; ++j)
+    if (wanted[k + m + j] && is_f(k + m + j)) dws.push_back(j);
+
+  // The carries each step received, from the forward loop itself.
+  std::vector<Expr> stored;
+  for (std::size_t j = 0; j < k; ++j)
+    stored.push_back(scan_result(inputs, a, static_cast<std::int64_t>(k + q + j)));
+
+  std::vector<Expr> init, seqs, consts(inputs.begin() + std::ptrdiff_t(k + m), inputs.end());
+  for (std::size_t j : fc) init.push_back(rct[j].defined() ? rct[j] : zeros_like(inputs[j]));
+  for (std::size_t j : dws) init.push_back(zeros_like(inputs[k + m + j]));
+  seqs = stored;
+  seqs.insert(seqs.end(), inputs.begin() + std::ptrdiff_t(k),
+              inputs.begin() + std::ptrdiff_t(k + m));
+  for (std::size_t j : gy) seqs.push_back(rct[k + j]);
+  for (std::size_t j : gs) seqs.push_back(rct[k + q + j]);
+
+  auto backward = [&](const std::vector<Expr>& carry, const std::vector<Expr>& row,
+                      const std::vector<Expr>& w) {
+    std::vector<Expr> args(row.begin(), row.begin() + std::ptrdiff_t(k + m));
+    args.insert(args.end(), w.begin(), w.end());
+    std::vector<Expr> outs = call(body, args);
+    std::vector<Expr> seeds(outs.size());
+    for (std::size_t i = 0; i < fc.size(); ++i) seeds[fc[i]] = carry[i];
+    for (std::size_t i = 0; i < gy.size(); ++i) seeds[k + gy[i]] = row[k + m + i];
+    std::vector<Expr> wrt;
+    for (std::size_t j : fc) wrt.push_back(args[j]);
+    for (std::size_t j : dxs) wrt.push_back(args[k + j]);
+    for (std::size_t j : dws) wrt.push_back(args[k + m + j]);
+    std::vector<Expr> grads = vjp(outs, seeds, wrt);
+    ScanResult r;
+    for (std::size_t i = 0; i < fc.size(); ++i) {
+      Expr c = grads[i];
+      auto s = std::find(gs.begin(), gs.end(), fc[i]);
+      if (s != gs.end()) c = add(c, row[k + m + gy.size() + std::size_t(s - gs.begin())]);
+      r.carries.push_back(c);
+    }
+    for (std::size_t i = 0; i < dws.size(); ++i)
+      r.carries.push_back(add(carry[fc.size() + i], grads[fc.size() + dxs.size() + i]));
+    for (std::size_t i = 0; i < dxs.size(); ++i) r.outputs.push_back(grads[fc.size() + i]);
+    return r;
+  };
+  std::vector<Expr> result(n);
+  if (fc.empty() && gy.empty()) return result;  // no cotangent enters the loop
+  ScanOptions options{!a.reverse, a.length, body.name() + "_grad"};
+  ScanResult r = scan(backward, init, seqs, consts, options);
+  for (std::size_t i = 0; i < fc.size(); ++i) result[fc[i]] = r.carries[i];
+  for (std::size_t i = 0; i < dws.size(); ++i) result[k + m + dws[i]] = r.carries[fc.size() + i];
+  for (std::size_t i = 0; i < dxs.size(); ++i) result[k + dxs[i]] = r.outputs[i];
+  return result;
+}
+
+namespace {
+
+// The rule for one scan node alone (grad differentiates a loop's nodes together).
+std::vector<Expr> vjp_scan_node(const VjpArgs& args) {
+  Graph& g = *args.output.graph();
+  std::vector<bool> wanted(args.inputs.size(), true);
+  return scan_vjp(g, args.output.id(), {{args.output.id(), args.cotangent}}, wanted);
+}
+
+}  // namespace
+
+void add_control_vjps(VjpTable& t) { set_vjp(t, Op::scan, &vjp_scan_node); }
+
+}  // namespace glia::detail

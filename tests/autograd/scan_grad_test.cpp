@@ -1,0 +1,62 @@
+// Reverse mode through loops beyond the per-op gradient check: second derivatives (the
+// reverse loop differentiated again), a gradient graph whose size does not depend on the
+// sequence length, and a loop of zero steps.
+#include "autograd/gradcheck.hpp"
+#include "glia/core/scan.hpp"
+
+namespace glia::testing {
+namespace {
+
+using Vs = std::vector<Expr>;
+
+// h' = tanh(h . w + x); outputs h'; in: h0, xs, w.
+ScanResult rnn(const Vs& in) {
+  return scan(
+      [](const Vs& h, const Vs& x, const Vs& w) {
+        return ScanResult{{tanh(dot(h[0], w[0]) + x[0])}, {h[0]}};
+      },
+      {in[0]}, {in[1]}, {in[2]});
+}
+
+Expr loss(const Vs& in) {
+  ScanResult r = rnn(in);
+  return sum(r.outputs[0] * r.outputs[0]) + sum(r.carries[0]);
+}
+
+TEST(ScanGradients, SecondOrderMatchesDifferencesOfTheFirst) {
+  Tensor v = random_tensor({3, 3}, -1, 1, 61);
+  expect_gradients_match(
+      [v](const Vs& in) {
+        Expr dw = gradients(loss(in), {in[2]})[0];
+        return sum(dw * Expr(v));
+      },
+      {random_tensor({2, 3}, -1, 1, 62), random_tensor({4, 2, 3}, -1, 1, 63),
+       random_tensor({3, 3}, -0.7, 0.7, 64)},
+      {.eps = 1e-6, .tolerance = 1e-5});
+}
+
+TEST(ScanGradients, GradientGraphSizeDoesNotGrowWithTheLength) {
+  auto size_for = [](std::int64_t length) {
+    Graph g = trace(
+        [](const Vs& in) {
+          return gradients(loss(in), {in[0], in[1], in[2]});
+        },
+        {{DType::f64, {2, 3}}, {DType::f64, {length, 2, 3}}, {DType::f64, {3, 3}}});
+    return g.size();
+  };
+  EXPECT_EQ(size_for(3), size_for(300));
+}
+
+TEST(ScanGradients, ZeroStepsPassTheFinalCarrysCotangentToTheInitialCarry) {
+  Tensor h0 = random_tensor({2, 3}, -1, 1, 65);
+  std::vector<Tensor> g =
+      analytic_gradients([](const Vs& in) { return sum(rnn(in).carries[0] * 3.0); },
+                         {h0, Tensor(DType::f64, Shape{0, 2, 3}), random_tensor({3, 3}, -1, 1, 66)},
+                         {true, true, true});
+  EXPECT_EQ(g[0].to_vector<double>(), std::vector<double>(6, 3.0));
+  EXPECT_EQ(g[1].shape(), (Shape{0, 2, 3}));
+  EXPECT_EQ(g[2].to_vector<double>(), std::vector<double>(9, 0.0));
+}
+
+}  // namespace
+}  // namespace glia::testing
