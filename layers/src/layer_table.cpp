@@ -29,6 +29,28 @@ DenseOptions dense_options(OptionReader& r) {
   return o;
 }
 
+RecurrentOptions recurrent_options(OptionReader& r) {
+  RecurrentOptions o;
+  o.activation = r.string("activation");
+  o.recurrent_activation = r.string("recurrent_activation");
+  o.use_bias = r.boolean("use_bias");
+  o.kernel_initializer = r.initializer("kernel_initializer");
+  o.recurrent_initializer = r.initializer("recurrent_initializer");
+  o.bias_initializer = r.initializer("bias_initializer");
+  o.return_sequences = r.boolean("return_sequences");
+  o.reverse = r.boolean("reverse");
+  o.unroll = r.boolean("unroll");
+  return o;
+}
+
+// A recurrent layer's inputs: the sequence, then the initial hidden and cell states given.
+RecurrentState initial_state(const Inputs& in) {
+  RecurrentState s;
+  if (in.size() > 1) s.hidden = in[1];
+  if (in.size() > 2) s.cell = in[2];
+  return s;
+}
+
 ConvLayerOptions conv_options(OptionReader& r) {
   ConvLayerOptions o;
   o.kernel_size = r.integers("kernel_size");
@@ -106,6 +128,12 @@ std::map<std::string, LayerType> make_table() {
   t["bias"] = {1, [](const Inputs& in, OptionReader& r) {
                  return bias(in[0], {.bias_initializer = r.initializer("bias_initializer")});
                }};
+  t["lstm"] = {kOneOrMore, [](const Inputs& in, OptionReader& r) {
+                 return lstm(in[0], r.integer("units"), recurrent_options(r), initial_state(in));
+               }};
+  t["gru"] = {kOneOrMore, [](const Inputs& in, OptionReader& r) {
+                return gru(in[0], r.integer("units"), recurrent_options(r), initial_state(in));
+              }};
   t["conv"] = {1, [](const Inputs& in, OptionReader& r) {
                  return conv(in[0], r.integer("filters"), conv_options(r));
                }};

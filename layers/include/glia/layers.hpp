@@ -11,6 +11,7 @@
 #include "glia/layers/export.hpp"
 #include "glia/layers/initializers.hpp"
 #include "glia/layers/linear.hpp"
+#include "glia/layers/recurrent.hpp"
 #include "glia/layers/model.hpp"
 #include "glia/layers/normalization.hpp"
 #include "glia/layers/pooling.hpp"
