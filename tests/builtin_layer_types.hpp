@@ -14,6 +14,7 @@ inline std::set<std::string> builtin_layer_types() {
           "bilinear",
           "embedding",
           "bias",
+          "multi_head_attention",
           "conv",
           "conv_transpose",
           "depthwise_conv",

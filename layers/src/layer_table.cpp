@@ -106,6 +106,26 @@ NormOptions norm_options(OptionReader& r) {
 
 DropoutOptions dropout_options(OptionReader& r) { return {.rate = r.number("rate")}; }
 
+// query, key, value, then the masks the config says were given, in that order.
+Model attention_layer(const Inputs& in, OptionReader& r) {
+  MultiHeadAttentionOptions o;
+  std::int64_t num_heads = r.integer("num_heads");
+  o.use_bias = r.boolean("use_bias");
+  o.causal = r.boolean("causal");
+  o.dropout = r.number("dropout");
+  bool key_mask = r.boolean("key_mask"), attention_mask = r.boolean("attention_mask");
+  o.kernel_initializer = r.initializer("kernel_initializer");
+  o.bias_initializer = r.initializer("bias_initializer");
+  std::size_t want = 3 + (key_mask ? 1 : 0) + (attention_mask ? 1 : 0);
+  if (in.size() != want)
+    throw Error(cat(r.where(), ": expected ", want, " inputs (query, key, value",
+                    key_mask ? ", key_mask" : "", attention_mask ? ", attention_mask" : "",
+                    "), got ", in.size()));
+  if (key_mask) o.key_mask = in[3];
+  if (attention_mask) o.attention_mask = in[want - 1];
+  return multi_head_attention(in[0], in[1], in[2], num_heads, o);
+}
+
 // A row for a layer taking one input and an options struct read by `read`.
 template <class Read, class Build>
 LayerType unary(Read read, Build build) {
@@ -154,6 +174,7 @@ std::map<std::string, LayerType> make_table() {
                                                      r.integer("channel_multiplier"),
                                                      conv_options(r));
                            }};
+  t["multi_head_attention"] = {kOneOrMore, attention_layer};
   for (const std::string& name : activations::names())
     t[name] = {1, [name](const Inputs& in, OptionReader&) { return activation(in[0], name); }};
 

@@ -328,5 +328,15 @@ TEST(ExportTest, MoreLayersMatchJit) {
   check_export(h, "more", 2, 5);
 }
 
+// Attention's masked scores are -inf in the C too; query 0 sees no key (a row of out_bias).
+TEST(ExportTest, AttentionMatchesJit) {
+  Model x = input("x", {-1, 5, 8});
+  std::vector<bool> keys(25, true);
+  for (int j = 0; j < 5; ++j) keys[j] = false;
+  Model mask = constant(Tensor::from<bool>(keys, Shape{5, 5}), {});
+  Model y = multi_head_attention(x, 2, {.causal = true, .attention_mask = mask});
+  check_export(dense(flatten(y), 3), "attention", 2, 3);
+}
+
 }  // namespace
 }  // namespace glia

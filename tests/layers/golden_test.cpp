@@ -5,10 +5,6 @@
 // PyTorch call; the layer options below mirror it.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <functional>
-#include <set>
-
 #include "glia/layers/activation.hpp"
 #include "glia/layers/build.hpp"
 #include "glia/layers/combine.hpp"
@@ -17,7 +13,7 @@
 #include "glia/layers/normalization.hpp"
 #include "glia/layers/pooling.hpp"
 #include "glia/layers/shaping.hpp"
-#include "golden_fixture.hpp"
+#include "layers/golden_check.hpp"
 
 // Layer options are designated initializers leaving most fields at their defaults (the
 // API's intended use); GCC 12's -Wextra would flag every omitted field.
@@ -26,122 +22,10 @@
 namespace glia {
 namespace {
 
-using Inputs = std::map<std::string, Model>;  // the fixture's inputs, by name ("x", "a", ...)
-using LayerFn = std::function<Model(const Inputs&)>;
-
-struct Tolerance {
-  double rtol = 1e-5;
-  double atol = 1e-6;
-};
-// Fixtures hold correctly rounded values (PyTorch computes them in f64).
-constexpr Tolerance kF32{};
-constexpr Tolerance kF64{1e-10, 1e-12};
-constexpr Tolerance kExact{0, 0};  // data movement, maxima: bit for bit
+using namespace golden;  // NOLINT(google-build-using-namespace)
 
 Padding pads(std::vector<std::pair<std::int64_t, std::int64_t>> pairs) {
   return Padding(std::move(pairs));
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-// The element farthest outside the tolerance, for the failure message.
-std::string worst_element(const Tensor& got, const Tensor& want, Tolerance tol) {
-  std::int64_t worst = -1;
-  double excess = 0;
-  for (std::int64_t i = 0; i < want.numel(); ++i) {
-    double g = got.element(i), w = want.element(i);
-    if (g == w || (std::isnan(g) && std::isnan(w))) continue;
-    double e = std::abs(g - w) - (tol.atol + tol.rtol * std::abs(w));
-    if (std::isnan(e)) e = INFINITY;
-    if (worst < 0 || e > excess) worst = i, excess = e;
-  }
-  if (worst < 0) return "no element differs";
-  return cat("worst at flat index ", worst, ": got ", got.element(worst), ", want ",
-             want.element(worst));
-}
-
-void expect_close(const Tensor& got, const Tensor& want, Tolerance tol, const std::string& what) {
-  ASSERT_EQ(got.type(), want.type()) << what;
-  EXPECT_TRUE(allclose(got, want, tol.rtol, tol.atol))
-      << what << " differs from PyTorch (rtol " << tol.rtol << ", atol " << tol.atol << "); "
-      << worst_element(got, want, tol) << "\ngot:  " << got.to_string(24)
-      << "\nwant: " << want.to_string(24);
-}
-
-std::set<std::string> names_in(const ParamMap& map, const std::string& layer) {
-  std::set<std::string> names;
-  if (auto it = map.find(layer); it != map.end())
-    for (const auto& [name, t] : it->second) names.insert(name);
-  return names;
-}
-
-std::string list(const std::set<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return "{" + s + "}";
-}
-
-void run_case(const std::string& case_name, const LayerFn& layer_fn, Tolerance tol,
-              const std::string& output) {
-  golden::Fixture f = golden::load_fixture(case_name);
-  Inputs models;
-  std::map<std::string, Tensor> values;
-  InputTypes types;
-  for (const auto& [name, t] : f) {
-    if (!starts_with(name, "input.")) continue;
-    std::string n = name.substr(6);
-    models[n] = input(n, t.shape().dims(), t.dtype());
-    values[n] = t;
-    types[n] = t.type();
-  }
-  ASSERT_FALSE(values.empty()) << "the fixture has no input.* tensor";
-  Model model = layer_fn(models);
-  std::string layer = resolve_layers(model).back().name;
-  ModelState given;
-  for (const auto& [name, t] : f) {
-    if (starts_with(name, "param.")) given.params[layer][name.substr(6)] = t;
-    if (starts_with(name, "state.")) given.state[layer][name.substr(6)] = t;
-  }
-  auto [init, predict] = build(model);
-  // The fixture must name exactly the parameters and state the layer declares. Asked only
-  // when it has some: init of a model without parameters throws today (jit: "the function
-  // returned no Expr"), and predict reports any declared parameter the fixture lacks.
-  if (!given.params.empty() || !given.state.empty()) {
-    ModelState drawn = init(types, 0);
-    ASSERT_EQ(names_in(drawn.params, layer), names_in(given.params, layer))
-        << "parameters of '" << layer << "': the layer declares "
-        << list(names_in(drawn.params, layer)) << ", the fixture has "
-        << list(names_in(given.params, layer));
-    ASSERT_EQ(names_in(drawn.state, layer), names_in(given.state, layer))
-        << "state of '" << layer << "': the layer declares " << list(names_in(drawn.state, layer))
-        << ", the fixture has " << list(names_in(given.state, layer));
-  }
-
-  expect_close(predict(given, values), golden::tensor(f, output), tol, output);
-  if (f.count("train.output") == 0) return;
-  TrainResult r = predict.train(given, values, random::key(0));
-  expect_close(r.output, golden::tensor(f, "train.output"), tol, "train.output");
-  for (const auto& [name, want] : f) {
-    if (!starts_with(name, "train.state.")) continue;
-    std::string p = name.substr(12);
-    ASSERT_TRUE(r.state.count(layer) && r.state.at(layer).count(p))
-        << "train mode returned no state '" << p << "' for '" << layer << "'";
-    expect_close(r.state.at(layer).at(p), want, tol, name);
-  }
-}
-
-// Builds `layer_fn` on the fixture's inputs, runs it with the fixture's parameters and
-// state, and compares with the fixture's `output` tensor (and the train.* tensors).
-void check_golden(const std::string& case_name, const LayerFn& layer_fn, Tolerance tol = kF32,
-                  const std::string& output = "output") {
-  SCOPED_TRACE("golden case '" + case_name + "' (tests/layers/golden/" + case_name + ".txt)");
-  try {
-    run_case(case_name, layer_fn, tol, output);
-  } catch (const Error& e) {
-    ADD_FAILURE() << "glia::Error: " << e.what();
-  }
 }
 
 // ---- Linear ----------------------------------------------------------------------------

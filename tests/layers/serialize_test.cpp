@@ -183,6 +183,27 @@ std::vector<Case> combine_cases() {
   };
 }
 
+std::vector<Case> attention_cases() {
+  Model x = input("x", {-1, 4, 6}), kv = input("kv", {-1, 5, 3});
+  Model key_mask = input("key_mask", {-1, 5}, DType::boolean);
+  Model mask = input("attention_mask", {4, 5}, DType::boolean);
+  std::vector<float> bias(20);
+  for (int i = 0; i < 20; ++i) bias[i] = 0.125f * static_cast<float>(i % 7) - 0.5f;
+  Model scores = constant(Tensor::from<float>(bias, Shape{4, 5}), {});
+  return {
+      {"attention_self", multi_head_attention(x, 2, {.causal = true, .dropout = 0.25})},
+      {"attention_masks", multi_head_attention(x, kv, kv, 3,
+                                               {.use_bias = false,
+                                                .key_mask = key_mask,
+                                                .attention_mask = mask,
+                                                .kernel_initializer = init::he_uniform(),
+                                                .name = "attn"})},
+      {"attention_float_mask",
+       multi_head_attention(x, kv, kv, 1,
+                            {.attention_mask = scores, .bias_initializer = init::normal(0, 0.1)})},
+  };
+}
+
 class SerializeRoundTrip : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SerializeRoundTrip, SameJsonShapesInitAndOutputs) { expect_round_trip(GetParam().model); }
@@ -190,7 +211,7 @@ TEST_P(SerializeRoundTrip, SameJsonShapesInitAndOutputs) { expect_round_trip(Get
 std::vector<Case> all_cases() {
   std::vector<Case> all;
   for (auto part : {linear_cases(), conv_cases(), activation_cases(), dropout_pool_cases(),
-                    norm_shape_cases(), combine_cases()})
+                    norm_shape_cases(), combine_cases(), attention_cases()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -202,7 +223,7 @@ INSTANTIATE_TEST_SUITE_P(Layers, SerializeRoundTrip, ::testing::ValuesIn(all_cas
 TEST(SerializeCoverage, TheTableHasEveryBuiltInLayerType) {
   std::set<std::string> expected = glia::testing::builtin_layer_types();
   for (const std::string& name : activations::names()) expected.insert(name);
-  EXPECT_EQ(expected.size(), 39u + 22u);
+  EXPECT_EQ(expected.size(), 40u + 22u);
   std::set<std::string> seen;
   for (const Case& c : all_cases())
     for (const ResolvedLayer& l : resolve_layers(c.model)) seen.insert(l.node->type);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "glia/layers/activation.hpp"
+#include "glia/layers/attention.hpp"
 #include "glia/layers/build.hpp"
 #include "glia/layers/combine.hpp"
 #include "glia/layers/convolution.hpp"

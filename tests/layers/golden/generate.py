@@ -6,8 +6,9 @@ Run from anywhere (needs Debian's python3-torch and python3-numpy, hence /usr/bi
     /usr/bin/python3 tests/layers/golden/generate.py
 
 It (re)writes one fixture file per case, <case>.txt, beside this script. The fixtures are
-COMMITTED: tests/layers/golden_test.cpp reads them and never needs Python. Rerun this script
-only when a case is added or changed, and commit the script and the fixtures together.
+COMMITTED: tests/layers/golden_test.cpp and attention_golden_test.cpp read them and never
+need Python. Rerun this script only when a case is added or changed, and commit the script
+and the fixtures together (attention_cases.py beside it writes the attention cases).
 Every case draws from its own generator seeded with crc32(case name), so adding a case does
 not change the others.
 
@@ -15,9 +16,9 @@ Fixture format (text, one tensor per line, '#' lines are comments):
 
     name dtype dim0 dim1 ... : v0 v1 v2 ...
 
-dtype is glia's name (f32, f64, i64); no dims means a scalar; values are row-major, f32
-printed with 9 significant digits, f64 with repr (shortest round trip), both exact; inf and
-nan as "inf", "-inf", "nan". Tensor names:
+dtype is glia's name (f32, f64, i64, bool written 0 and 1); no dims means a scalar; values
+are row-major, f32 printed with 9 significant digits, f64 with repr (shortest round trip),
+both exact; inf and nan as "inf", "-inf", "nan". Tensor names:
     input.<n>          a model input named <n> ("x" for single-input layers; "a", "b", ...)
     param.<p>          the layer's trained parameter <p> (glia's name, glia's layout)
     state.<p>          the layer's state (running statistics) before the call
@@ -30,7 +31,9 @@ LAYOUTS: everything in a fixture is already in glia's layout, the transposes are
 inputs are channels-last ([N, spatial..., C]; PyTorch takes [N, C, spatial...]); conv
 kernels are [spatial..., in / groups, out] (PyTorch Conv weight is [out, in / groups,
 spatial...], ConvTranspose weight [in, out / groups, spatial...]); the dense kernel is
-Linear's weight transposed ([in, out]).
+Linear's weight transposed ([in, out]); multi_head_attention's q/k/v/out kernels are
+nn.MultiheadAttention's in_proj_weight split into its three [E, in] blocks and out_proj.weight,
+each transposed (attention_cases.py, which writes the attention cases, spells it out).
 
 PRECISION: inputs and parameters are drawn as float32; PyTorch then computes in float64
 on those exact values and the result is rounded to the fixture's dtype, so an f32 fixture
@@ -38,6 +41,7 @@ holds the correctly rounded answer (not PyTorch's f32 rounding errors).
 """
 
 import os
+import sys
 import warnings
 import zlib
 
@@ -45,6 +49,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from attention_cases import attention_cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _written = []
@@ -61,7 +67,7 @@ def _fmt(a):
 
 
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
-           np.dtype(np.int64): "i64", np.dtype(np.int32): "i32"}
+           np.dtype(np.int64): "i64", np.dtype(np.int32): "i32", np.dtype(np.bool_): "bool"}
 
 
 def write(case, comment, tensors):
@@ -530,6 +536,7 @@ def main():
     normalization_cases()
     shaping_cases()
     combine_cases()
+    attention_cases(sys.modules[__name__])
     total = sum(size for _, size in _written)
     print("wrote %d fixtures, %d bytes, to %s" % (len(_written), total, HERE))
 
