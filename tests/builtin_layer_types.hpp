@@ -15,6 +15,8 @@ inline std::set<std::string> builtin_layer_types() {
           "embedding",
           "bias",
           "multi_head_attention",
+          "lstm",
+          "gru",
           "conv",
           "conv_transpose",
           "depthwise_conv",

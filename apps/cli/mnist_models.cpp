@@ -20,7 +20,13 @@ Model mnist_model(const std::string& name) {
     y = dense(flatten(y), 128, {.activation = "relu"});
     return dense(y, 10, {.activation = "softmax"});
   }
-  throw Error(cat("unknown model '", name, "' (known: mlp, cnn)"));
+  if (name == "lstm") {
+    // The image read row by row: 28 steps of 28 pixels.
+    Model x = input("rows", {-1, 28, 28});
+    Model h = lstm(x, 128, {.return_sequences = false});
+    return dense(h, 10, {.activation = "softmax"});
+  }
+  throw Error(cat("unknown model '", name, "' (known: mlp, cnn, lstm)"));
 }
 
 Tensor inputs_for(const Model& model, const Tensor& x) {

@@ -223,8 +223,9 @@ Command add_summary_command(CLI::App& app) {
   cmd->add_option("--checkpoint", *checkpoint,
                   "HDF5 checkpoint; also prints its position, settings and a parameter "
                   "fingerprint");
-  cmd->add_option("--model", *model, "Built-in model when there is no --checkpoint: mlp or cnn")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
+  cmd->add_option("--model", *model,
+                  "Built-in model when there is no --checkpoint: mlp, cnn or lstm")
+      ->check(CLI::IsMember({"mlp", "cnn", "lstm"}))
       ->capture_default_str();
   auto architecture = std::make_shared<std::string>();
   cmd->add_option("--architecture", *architecture,

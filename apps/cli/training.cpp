@@ -32,8 +32,10 @@ void add_data_flags(CLI::App* cmd, DataFlags& f) {
   cmd->add_option(
       "--data-dir", f.data_dir,
       "Folder with the four IDX files (default: $GLIA_DATA_DIR, else ./data/<dataset>)");
-  cmd->add_option("--model", f.model, "Model: mlp (784-128-10) or cnn (two conv layers)")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
+  cmd->add_option("--model", f.model,
+                  "Model: mlp (784-128-10), cnn (two conv layers) or lstm (128 units over the "
+                  "image's 28 rows)")
+      ->check(CLI::IsMember({"mlp", "cnn", "lstm"}))
       ->capture_default_str();
   cmd->add_option("--batch-size", f.batch_size, "Examples per batch")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))

@@ -204,6 +204,22 @@ std::vector<Case> attention_cases() {
   };
 }
 
+std::vector<Case> recurrent_cases() {
+  Model x = input("x", {-1, 4, 3}), h0 = input("h0", {-1, 2}), c0 = input("c0", {-1, 2});
+  return {
+      {"lstm_default", lstm(x, 2)},
+      {"lstm_state_options", lstm(x, 2,
+                                  {.recurrent_activation = "hard_sigmoid",
+                                   .recurrent_initializer = init::glorot_normal(),
+                                   .return_sequences = false,
+                                   .reverse = true,
+                                   .name = "enc"},
+                                  {.hidden = h0, .cell = c0})},
+      {"gru_unrolled", gru(x, 3, {.use_bias = false, .unroll = true})},
+      {"gru_state", gru(x, 2, {.activation = "softsign"}, {.hidden = h0})},
+  };
+}
+
 class SerializeRoundTrip : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SerializeRoundTrip, SameJsonShapesInitAndOutputs) { expect_round_trip(GetParam().model); }
@@ -211,7 +227,7 @@ TEST_P(SerializeRoundTrip, SameJsonShapesInitAndOutputs) { expect_round_trip(Get
 std::vector<Case> all_cases() {
   std::vector<Case> all;
   for (auto part : {linear_cases(), conv_cases(), activation_cases(), dropout_pool_cases(),
-                    norm_shape_cases(), combine_cases(), attention_cases()})
+                    norm_shape_cases(), combine_cases(), attention_cases(), recurrent_cases()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -223,7 +239,7 @@ INSTANTIATE_TEST_SUITE_P(Layers, SerializeRoundTrip, ::testing::ValuesIn(all_cas
 TEST(SerializeCoverage, TheTableHasEveryBuiltInLayerType) {
   std::set<std::string> expected = glia::testing::builtin_layer_types();
   for (const std::string& name : activations::names()) expected.insert(name);
-  EXPECT_EQ(expected.size(), 40u + 22u);
+  EXPECT_EQ(expected.size(), 42u + 22u);
   std::set<std::string> seen;
   for (const Case& c : all_cases())
     for (const ResolvedLayer& l : resolve_layers(c.model)) seen.insert(l.node->type);

@@ -53,7 +53,9 @@ Model volume_model() {
   Model v = input("v", {-1, 3, 3, 3, 2});
   return concatenate({flatten(conv(s, 4, {.kernel_size = {3}})),
                       flatten(separable_conv3d(v, 3, 1, {.kernel_size = {2}})),
-                      flatten(multi_head_attention(s, 3, {.causal = true}))});
+                      flatten(multi_head_attention(s, 3, {.causal = true})),
+                      flatten(lstm(s, 2, {.reverse = true})),
+                      gru(s, 3, {.return_sequences = false})});
 }
 
 std::vector<Model> all_models() { return {linear_model(), spatial_model(), volume_model()}; }
