@@ -1,8 +1,34 @@
 #include "glia/core/interpreter.hpp"
 
+#include "glia/core/scan.hpp"
 #include "kernels/kernel_util.hpp"
 
 namespace glia {
+
+namespace {
+
+// Runs the loop of scan node `first` once, for every result its nodes (from `first` on)
+// ask for, and stores each node's value.
+void run_loop(const Graph& g, std::int64_t first, const std::vector<Tensor>& args,
+              std::vector<Tensor>& values) {
+  const Node& n = g.nodes()[static_cast<std::size_t>(first)];
+  const auto& a = std::get<ScanAttrs>(n.attrs);
+  auto result_of = [&](std::int64_t j) {
+    return static_cast<std::size_t>(
+        std::get<ScanAttrs>(g.nodes()[static_cast<std::size_t>(j)].attrs).result);
+  };
+  std::vector<std::int64_t> nodes;
+  std::vector<bool> wanted(static_cast<std::size_t>(a.carries) + a.body->outputs().size(), false);
+  for (std::int64_t j = first; j < g.size(); ++j)
+    if (same_loop(n, g.nodes()[static_cast<std::size_t>(j)])) {
+      nodes.push_back(j);
+      wanted[result_of(j)] = true;
+    }
+  std::vector<Tensor> results = run_scan(args, a, wanted);
+  for (std::int64_t j : nodes) values[static_cast<std::size_t>(j)] = results[result_of(j)];
+}
+
+}  // namespace
 
 std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
   check(inputs.size() == g.parameters().size(), "interpret: graph '", g.name(), "' takes ",
@@ -33,7 +59,10 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
     const OpInfo& info = op_info(n.op);
     check(info.kernel != nullptr, "interpret: the op table has no reference kernel for ",
           info.name);
-    Tensor result = info.kernel(args, n.attrs, n.type);
+    if (n.op == Op::scan && !values[static_cast<std::size_t>(i)].defined())
+      run_loop(g, i, args, values);
+    Tensor result =
+        n.op == Op::scan ? values[static_cast<std::size_t>(i)] : info.kernel(args, n.attrs, n.type);
     check(result.type() == n.type, "interpret: kernel of ", op_name(n.op), " at %", i, " returned ",
           result.type().to_string(), ", expected ", n.type.to_string());
     values[static_cast<std::size_t>(i)] = std::move(result);

@@ -7,11 +7,14 @@
 
 #include "autograd/gradcheck.hpp"
 #include "glia/layers.hpp"
+#include "layers/f64_params.hpp"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace glia {
 namespace {
+
+using testing::with_f64_params;
 
 using testing::expect_gradients_match;
 using testing::random_tensor;
@@ -47,13 +50,6 @@ TEST(AttentionGradients, ScaledDotProductWithMaskBiasAndCausal) {
       },
       {random_tensor({2, 4, 3}, -1, 1, 5), random_tensor({2, 5, 3}, -1, 1, 6),
        random_tensor({2, 5, 3}, -1, 1, 7), key_mask, finite_bias});
-}
-
-// The layer's parameters declared f64, so that apply takes the checker's f64 values.
-Model with_f64_params(const Model& m) {
-  auto node = std::make_shared<LayerNode>(m.node());
-  for (ParamSpec& p : node->params) p.dtype = DType::f64;
-  return Model(std::move(node));
 }
 
 // d sum(w * mha(q, kv, kv)) / d (q, kv, every parameter), with a key mask (example 1

@@ -4,19 +4,15 @@
 
 #include "autograd/gradcheck.hpp"
 #include "glia/layers.hpp"
+#include "layers/f64_params.hpp"
 #include "layers/spatial_test_util.hpp"
 
 namespace glia {
 namespace {
 
-using namespace spatial_test;  // NOLINT(google-build-using-namespace)
+using testing::with_f64_params;
 
-// The layer's parameters declared f64, so that glia::apply takes the checker's f64 values.
-Model with_f64_params(const Model& m) {
-  auto node = std::make_shared<LayerNode>(m.node());
-  for (ParamSpec& p : node->params) p.dtype = DType::f64;
-  return Model(std::move(node));
-}
+using namespace spatial_test;  // NOLINT(google-build-using-namespace)
 
 // d sum(w * layer(x)) / d (x, params...) against central differences, w fixed and random.
 void expect_layer_gradients(const std::function<Model(const Model&)>& make, const Shape& x_shape) {

@@ -7,6 +7,7 @@
 
 #include "autograd/gradcheck.hpp"
 #include "glia/layers.hpp"
+#include "layers/f64_params.hpp"
 
 // GCC 12 flags options given with designated initializers that leave fields out.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -14,19 +15,14 @@
 namespace glia {
 namespace {
 
+using testing::with_f64_params;
+
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
 std::vector<double> values(const ModelState& s, const std::string& layer,
                            const std::string& param) {
   return s.params.at(layer).at(param).to_vector<double>();
-}
-
-// The model with its output layer's parameters declared f64 (for gradient checks).
-Model with_f64_params(const Model& m) {
-  auto node = std::make_shared<LayerNode>(m.node());
-  for (ParamSpec& p : node->params) p.dtype = DType::f64;
-  return Model(std::move(node));
 }
 
 TEST(Dense, ValuesWithLeadingAxes) {

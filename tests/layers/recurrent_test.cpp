@@ -10,11 +10,14 @@
 #include "autograd/gradcheck.hpp"
 #include "glia/core/scan.hpp"
 #include "glia/layers.hpp"
+#include "layers/f64_params.hpp"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace glia {
 namespace {
+
+using testing::with_f64_params;
 
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
@@ -154,12 +157,6 @@ TEST(Recurrent, GraphSizeDoesNotGrowWithTheSequence) {
 }
 
 // ---- Gradients (f64 parameters, central differences) ----------------------------------
-
-Model with_f64_params(const Model& m) {
-  auto node = std::make_shared<LayerNode>(m.node());
-  for (ParamSpec& p : node->params) p.dtype = DType::f64;
-  return Model(std::move(node));
-}
 
 void check_gradients(const std::string& type, bool reverse) {
   SCOPED_TRACE(type);

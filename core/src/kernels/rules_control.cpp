@@ -117,9 +117,8 @@ TensorType infer_scan(std::span<const TensorType> in, const Attrs& attrs) {
 
 Tensor kernel_scan(std::span<const Tensor> in, const Attrs& attrs, const TensorType&) {
   const auto& a = attrs_as<ScanAttrs>(attrs);
-  std::vector<bool> wanted(static_cast<std::size_t>(2 * a.carries) + a.body->outputs().size() -
-                               static_cast<std::size_t>(a.carries),
-                           false);
+  // Results: the carries, then the body's outputs (new carries and step outputs), stored.
+  std::vector<bool> wanted(static_cast<std::size_t>(a.carries) + a.body->outputs().size(), false);
   wanted[static_cast<std::size_t>(a.result)] = true;
   return run_scan(in, a, wanted)[static_cast<std::size_t>(a.result)];
 }
