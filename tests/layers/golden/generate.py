@@ -6,9 +6,11 @@ Run from anywhere (needs Debian's python3-torch and python3-numpy, hence /usr/bi
     /usr/bin/python3 tests/layers/golden/generate.py
 
 It (re)writes one fixture file per case, <case>.txt, beside this script. The fixtures are
-COMMITTED: tests/layers/golden_test.cpp and attention_golden_test.cpp read them and never
-need Python. Rerun this script only when a case is added or changed, and commit the script
-and the fixtures together (attention_cases.py beside it writes the attention cases).
+COMMITTED: tests/layers/golden_test.cpp, attention_golden_test.cpp and
+recurrent_golden_test.cpp read them and never need Python. Rerun this script only when a
+case is added or changed, and commit the script and the fixtures together
+(attention_cases.py and recurrent_cases.py beside it write the attention and the lstm / gru
+cases).
 Every case draws from its own generator seeded with crc32(case name), so adding a case does
 not change the others.
 
@@ -51,6 +53,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from attention_cases import attention_cases
+from recurrent_cases import recurrent_cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _written = []
@@ -537,6 +540,7 @@ def main():
     shaping_cases()
     combine_cases()
     attention_cases(sys.modules[__name__])
+    recurrent_cases(sys.modules[__name__])
     total = sum(size for _, size in _written)
     print("wrote %d fixtures, %d bytes, to %s" % (len(_written), total, HERE))
 

@@ -1,0 +1,86 @@
+// lstm and gru against golden values from PyTorch's nn.LSTM / nn.GRU(batch_first=True) in
+// float64. The fixtures are written by tests/layers/golden/recurrent_cases.py (through
+// generate.py), which also documents the parameter mapping and how glia's `reverse` is
+// reproduced; the variants below mirror its calls, one test per fixture. Every case runs
+// twice: as the one scan node and unrolled step by step.
+#include <gtest/gtest.h>
+
+#include "glia/layers/recurrent.hpp"
+#include "layers/f64_params.hpp"
+#include "layers/golden_check.hpp"
+
+// GCC 12 flags options given with designated initializers that leave fields out.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace glia {
+namespace {
+
+using namespace golden;  // NOLINT(google-build-using-namespace)
+
+using RecurrentFn = Model (*)(const Model&, std::int64_t, const RecurrentOptions&,
+                              const RecurrentState&);
+
+// The fixture's initial states, where it has them (input.h, input.c).
+RecurrentState initial_state(const Inputs& in) {
+  RecurrentState s;
+  if (in.count("h")) s.hidden = in.at("h");
+  if (in.count("c")) s.cell = in.at("c");
+  return s;
+}
+
+// One variant of recurrent_cases.py, written for both lstm and gru (<type>_<variant>.txt).
+struct Variant {
+  std::string name;
+  std::int64_t units;
+  RecurrentOptions options;
+  bool f64 = false;  // f64 inputs and parameters, compared at kF64
+};
+const Variant kVariants[] = {
+    {"sequences", 4, {}},
+    {"last", 5, {.return_sequences = false}},
+    {"initial_state", 4, {}},  // the fixture's input.h (and input.c)
+    {"reverse", 4, {.reverse = true}},
+    {"reverse_last", 5, {.return_sequences = false, .reverse = true}},
+    {"no_bias", 5, {.use_bias = false}},
+    {"f64", 4, {.reverse = true}, true},  // with initial states too
+};
+
+struct GoldenCase {
+  std::string name;  // the fixture, tests/layers/golden/<name>.txt
+  RecurrentFn layer;
+  Variant variant;
+};
+
+std::vector<GoldenCase> golden_cases() {
+  std::vector<GoldenCase> cases;
+  for (auto [type, layer] : {std::pair{"lstm", &lstm}, {"gru", &gru}})
+    for (const Variant& v : kVariants) cases.push_back({cat(type, "_", v.name), layer, v});
+  return cases;
+}
+
+class RecurrentGolden : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(RecurrentGolden, MatchesPyTorch) {
+  const GoldenCase& c = GetParam();
+  const Variant& v = c.variant;
+  for (bool unroll : {false, true}) {
+    SCOPED_TRACE(unroll ? "unrolled" : "scan");
+    RecurrentOptions options = v.options;
+    options.unroll = unroll;
+    check_golden(
+        c.name,
+        [&](const Inputs& in) {
+          Model m = c.layer(in.at("x"), v.units, options, initial_state(in));
+          return v.f64 ? testing::with_f64_params(m) : m;
+        },
+        v.f64 ? kF64 : kF32);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PyTorch, RecurrentGolden, ::testing::ValuesIn(golden_cases()),
+                         [](const ::testing::TestParamInfo<GoldenCase>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace glia
