@@ -42,9 +42,6 @@ detail::VjpTable make_table() {
   for (Op op : {Op::not_, Op::and_, Op::or_, Op::eq, Op::ne, Op::lt, Op::le, Op::gt, Op::ge})
     set_no_vjp(t, op, none, logical);
   for (Op op : {Op::argmax, Op::argmin}) set_no_vjp(t, op, none, "an integer index result");
-  set_no_vjp(t, Op::select_and_scatter, none,
-             "the adjoint of window_max, only used on backward passes; a second derivative of "
-             "max pooling is not provided");
   return t;
 }
 

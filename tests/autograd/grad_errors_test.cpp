@@ -144,8 +144,8 @@ TEST(GradKindTable, EveryOpHasARuleOrAReason) {
   EXPECT_EQ(vjp_rule(Op::stop_gradient).kind, GradKind::zero);
   EXPECT_EQ(vjp_rule(Op::argmax).kind, GradKind::non_differentiable);
   EXPECT_EQ(vjp_rule(Op::eq).kind, GradKind::non_differentiable);
-  for (Op op : {Op::exp, Op::dot_general, Op::convolution, Op::window_max, Op::gather,
-                Op::scatter_add, Op::reduce_prod, Op::cast, Op::select})
+  for (Op op : {Op::exp, Op::dot_general, Op::convolution, Op::window_max, Op::select_and_scatter,
+                Op::gather, Op::scatter_add, Op::reduce_prod, Op::cast, Op::select})
     EXPECT_EQ(vjp_rule(op).kind, GradKind::differentiable) << op_name(op);
   EXPECT_THAT([] { vjp_rule(static_cast<Op>(kOpCount)); },
               ThrowsMessage<Error>(HasSubstr("vjp_rule: invalid op")));

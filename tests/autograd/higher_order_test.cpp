@@ -264,41 +264,50 @@ TEST(HigherOrder, HessianVectorProductsMatchFiniteDifferences) {
       random_tensor({3, 2}, -1, 1, 52), 53);
 }
 
-TEST(HigherOrder, MaxPoolingHasNoSecondDerivativeAndSaysSo) {
-  // window_max's gradient is select_and_scatter, which has no rule of its own: a second
-  // derivative through it is an error naming it, not a silent zero.
-  Tensor x = random_tensor({4, 4}, -1, 1, 50), v = random_tensor({4, 4}, -1, 1, 51);
-  auto fn = [](const std::vector<Expr>& in) {
-    return std::vector{hvp(
-        [](const Expr& x) {
-          return sum(square(window_max(x, {2, 2})));
-        },
-        in[0], in[1])};
+TEST(HigherOrder, MaxPoolingSecondAndThirdDerivatives) {
+  // f = sum(m^3) over the maxima m of non-overlapping 2x2 windows: at each window's argmax
+  // f' = 3 m^2, f'' = 6 m and f''' = 6, and nothing elsewhere. The first derivative goes
+  // through select_and_scatter, the second and third through its gradient rule.
+  Tensor x = random_tensor({4, 4}, -1, 1, 50), v = random_tensor({4, 4}, -1, 1, 51),
+         u = random_tensor({4, 4}, -1, 1, 52);
+  UnaryFn f = [](const Expr& x) {
+    Expr m = window_max(x, {2, 2});
+    return sum(m * m * m);
   };
-  EXPECT_THAT(
-      [&] {
-        run(fn, {x, v});
+  auto out = run(
+      [&f](const std::vector<Expr>& in) {
+        auto third = [&](const Expr& x) { return sum(hvp(f, x, in[1]) * in[2]); };
+        return std::vector{grad(f)(in[0]), hvp(f, in[0], in[1]), grad(third)(in[0])};
       },
-      ::testing::ThrowsMessage<Error>(::testing::AllOf(
-          ::testing::HasSubstr("grad: cannot differentiate through %"),
-          ::testing::HasSubstr("select_and_scatter (f64[4][4]): the adjoint of window_max"))));
-  // The first derivative is fine: 2 max at each window's argmax.
-  auto first = run(
-      [](const std::vector<Expr>& in) {
-        return std::vector{grad([](const Expr& x) {
-          return sum(square(window_max(x, {2, 2})));
-        })(in[0])};
-      },
-      {x});
-  std::vector<double> xs = x.to_vector<double>(), want(16, 0);
+      {x, v, u});
+  std::vector<double> xs = x.to_vector<double>(), vs = v.to_vector<double>(),
+                      us = u.to_vector<double>(), first(16, 0), second(16, 0), third(16, 0);
   for (int r = 0; r < 4; r += 2)
     for (int c = 0; c < 4; c += 2) {
       int best = r * 4 + c;
       for (int i : {r * 4 + c + 1, (r + 1) * 4 + c, (r + 1) * 4 + c + 1})
         if (xs[i] > xs[best]) best = i;
-      want[best] = 2 * xs[best];
+      auto k = static_cast<std::size_t>(best);
+      first[k] = 3 * xs[k] * xs[k];
+      second[k] = 6 * xs[k] * vs[k];
+      third[k] = 6 * vs[k] * us[k];
     }
-  expect_values(first[0], want);
+  expect_values(out[0], first);
+  expect_values(out[1], second);
+  expect_values(out[2], third);
+}
+
+TEST(HigherOrder, MaxPool2dHessianVectorProductMatchesFiniteDifferences) {
+  // max_pool2d(3, stride 2, padding 1) on [N, H, W, C]: overlapping windows, so an element
+  // can be the maximum of several; then a smooth function of the pooled values.
+  Tensor w = random_tensor({2, 3, 3, 2}, -1, 1, 60);
+  expect_hvp_matches(
+      [&w](const Expr& x) {
+        WindowOptions o{{1, 2, 2, 1}, {0, 1, 1, 0}, {0, 1, 1, 0}, {}, {}};
+        Expr m = window_max(x, {1, 3, 3, 1}, o);
+        return sum(sin(m) * constant(w) + m * m * m);
+      },
+      random_tensor({2, 5, 5, 2}, -1, 1, 61), 62);
 }
 
 }  // namespace

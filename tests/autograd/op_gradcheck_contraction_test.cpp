@@ -1,7 +1,10 @@
 // Gradient-check cases of the reductions (several axis sets, with and without kept
 // axes, products through zeros), dot_general (batch axes anywhere, contracting axes in
 // unsorted order), convolution (strides, padding, dilations, groups, 1-3 spatial axes)
-// and the window reductions (strides, padding, dilations, overlapping windows).
+// and the window ops (strides, padding, dilations, overlapping windows; select_and_scatter
+// with ties, -inf and NaN in its operand).
+#include <limits>
+
 #include "autograd/op_cases.hpp"
 
 namespace glia::testing {
@@ -181,6 +184,50 @@ void add_windows(OpCases& cases) {
   add_window(cases, m, "base_dilation_3x4", {3, 4}, {2, 2}, {{1, 1}, {}, {}, {2, 1}, {}});
 }
 
+// select_and_scatter is linear in its source, which is checked; the operand only decides
+// where each source value lands (first maximum of its window), so its gradient is zero
+// almost everywhere (higher_order_test checks it through max pooling). The central
+// differences see the kernel's own choice: ties, -inf and NaN are checked against it.
+void add_select_and_scatter(OpCases& cases, const char* name, const Tensor& x, const Shape& windows,
+                            const Ints& window, const WindowOptions& options) {
+  auto& list = cases[Op::select_and_scatter];
+  unsigned seed = 600 + static_cast<unsigned>(list.size());
+  list.push_back({name,
+                  {x, random_tensor(windows, -1, 1, seed)},
+                  [window, options](const auto& in) {
+                    return select_and_scatter(in[0], in[1], window, options);
+                  },
+                  {.check = {false, true}}});
+}
+
+void add_select_and_scatters(OpCases& cases) {
+  auto distinct = [](const Shape& s, unsigned seed) { return distinct_values({s}, seed)[0]; };
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto add = [&cases](const char* name, const Tensor& x, const Shape& windows, const Ints& window,
+                      const WindowOptions& options) {
+    add_select_and_scatter(cases, name, x, windows, window, options);
+  };
+  add("non_overlapping_4x6", distinct({4, 6}, 601), {2, 2}, {2, 3}, {});
+  add("overlapping_5x5", distinct({5, 5}, 602), {3, 3}, {3, 3}, {{1, 1}, {}, {}, {}, {}});
+  add("overlapping_strided_padded_5x6", distinct({5, 6}, 603), {3, 6}, {3, 2},
+      {{2, 1}, {1, 1}, {1, 0}, {}, {}});
+  add("window_dilation_6x4", distinct({6, 4}, 604), {4, 3}, {2, 2}, {{1, 1}, {}, {}, {}, {2, 1}});
+  add("base_dilation_3x4", distinct({3, 4}, 605), {4, 3}, {2, 2}, {{1, 1}, {}, {}, {2, 1}, {}});
+  // max_pool2d(3, stride 2, padding 1) on [N, H, W, C].
+  add("max_pool2d_nhwc", distinct({2, 5, 5, 2}, 606), {2, 3, 3, 2}, {1, 3, 3, 1},
+      {{1, 2, 2, 1}, {0, 1, 1, 0}, {0, 1, 1, 0}, {}, {}});
+  // Every window holds several maxima: the first in row-major window order takes the value.
+  add("ties_overlapping_4x4", f64({1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1}, {4, 4}), {3, 3},
+      {2, 2}, {{1, 1}, {}, {}, {}, {}});
+  // Padding never wins, not even against -inf (windows 0 and 1 take x[0]); the first NaN
+  // of a window beats every number (windows 4 to 7).
+  add("minus_infinity_and_nan_padded_1d", f64({-inf, -inf, 0.5, -inf, nan, 0.25, nan}, {7}), {8},
+      {3}, {{1}, {2}, {1}, {}, {}});
+  // Windows 0, 1 and 7 see padding only and select nothing.
+  add("padding_wider_than_window_1d", distinct({4}, 607), {8}, {2}, {{1}, {3}, {2}, {}, {}});
+}
+
 }  // namespace
 
 void add_contraction_cases(OpCases& cases) {
@@ -188,6 +235,7 @@ void add_contraction_cases(OpCases& cases) {
   add_dot_general(cases);
   add_convolutions(cases);
   add_windows(cases);
+  add_select_and_scatters(cases);
 }
 
 }  // namespace glia::testing

@@ -213,6 +213,11 @@ TEST(OpGradCheckZeroSize, RulesHandleEmptyOperands) {
        [](In in) {
          return window_sum(in[0], {1, 2});
        }},
+      {"select_and_scatter",
+       {random_tensor({0, 4}), random_tensor({0, 2})},
+       [](In in) {
+         return select_and_scatter(in[0], in[1], {1, 2});
+       }},
   };
   for (const OpCase& c : cases) {
     SCOPED_TRACE(c.name);
