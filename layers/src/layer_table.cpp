@@ -43,12 +43,28 @@ RecurrentOptions recurrent_options(OptionReader& r) {
   return o;
 }
 
-// A recurrent layer's inputs: the sequence, then the initial hidden and cell states given.
-RecurrentState initial_state(const Inputs& in) {
+// A recurrent layer's inputs: the sequence, the initial hidden and cell states given, and
+// the mask last ("mask": true). Sets o.mask.
+RecurrentState recurrent_inputs(Inputs in, OptionReader& r, RecurrentOptions& o) {
+  if (r.has("mask") && r.boolean("mask")) {
+    if (in.size() < 2) r.fail("mask", "is true, but the layer has no input for it");
+    o.mask = in.back();
+    in.pop_back();
+  }
   RecurrentState s;
   if (in.size() > 1) s.hidden = in[1];
   if (in.size() > 2) s.cell = in[2];
   return s;
+}
+
+template <class Make>
+LayerType recurrent_layer(Make make) {
+  return {kOneOrMore, [make](const Inputs& in, OptionReader& r) {
+            std::int64_t units = r.integer("units");
+            RecurrentOptions o = recurrent_options(r);
+            RecurrentState s = recurrent_inputs(in, r, o);
+            return make(in[0], units, o, s);
+          }};
 }
 
 ConvLayerOptions conv_options(OptionReader& r) {
@@ -148,12 +164,21 @@ std::map<std::string, LayerType> make_table() {
   t["bias"] = {1, [](const Inputs& in, OptionReader& r) {
                  return bias(in[0], {.bias_initializer = r.initializer("bias_initializer")});
                }};
-  t["lstm"] = {kOneOrMore, [](const Inputs& in, OptionReader& r) {
-                 return lstm(in[0], r.integer("units"), recurrent_options(r), initial_state(in));
-               }};
-  t["gru"] = {kOneOrMore, [](const Inputs& in, OptionReader& r) {
-                return gru(in[0], r.integer("units"), recurrent_options(r), initial_state(in));
-              }};
+  t["lstm"] = recurrent_layer([](auto&&... a) { return lstm(a...); });
+  t["gru"] = recurrent_layer([](auto&&... a) { return gru(a...); });
+  t["conv_lstm"] = {kOneOrMore, [](const Inputs& in, OptionReader& r) {
+                      ConvLstmOptions o{.kernel_size = r.integers("kernel_size"),
+                                        .strides = r.integers("strides"),
+                                        .padding = r.padding("padding")};
+                      std::int64_t filters = r.integer("filters");
+                      o.recurrent = recurrent_options(r);
+                      RecurrentState s = recurrent_inputs(in, r, o.recurrent);
+                      return conv_lstm(in[0], filters, o, s);
+                    }};
+  t["mask"] = {
+      1, [](const Inputs& in, OptionReader& r) { return mask(in[0], r.number("pad_value")); }};
+  t["layer_output"] = {
+      1, [](const Inputs& in, OptionReader& r) { return layer_output(in[0], r.string("output")); }};
   t["conv"] = {1, [](const Inputs& in, OptionReader& r) {
                  return conv(in[0], r.integer("filters"), conv_options(r));
                }};

@@ -6,6 +6,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "layer_config.hpp"
+
 namespace glia {
 
 const LayerNode& Model::node() const {
@@ -35,6 +37,12 @@ void LayerContext::update_state(const std::string& name, const Expr& value) {
   check(value.type() == params_.at(name).type(), "layer '", name_, "': state '", name, "' is ",
         params_.at(name).type().to_string(), ", the update is ", value.type().to_string());
   state_updates_[name] = value;
+}
+
+void LayerContext::set_output(const std::string& name, const Expr& value) {
+  check(!name.empty(), "layer '", name_, "': a further output needs a name");
+  check(value.defined(), "layer '", name_, "': output '", name, "' is an undefined Expr");
+  outputs_[name] = value;
 }
 
 Model input(const std::string& name, std::vector<std::int64_t> shape, DType dtype) {
@@ -102,6 +110,25 @@ Model outputs(const std::map<std::string, Model>& heads) {
 }
 
 std::vector<std::string> output_names(const Model& model) { return model.node().output_names; }
+
+Model layer_output(const Model& layer, const std::string& name) {
+  check(layer.defined(), "layer_output: the layer is an undefined model");
+  check(!name.empty(), "layer_output: the output's name must not be empty");
+  check(layer.node().forward && layer.node().output_names.empty() && layer.node().picks.empty(),
+        "layer_output: '", name, "' of a ", layer.node().type,
+        " node; give the layer whose forward sets it (an lstm, a gru)");
+  auto node = std::make_shared<LayerNode>();
+  node->type = "layer_output";
+  node->picks = name;
+  // Never called: the tracer reads the input layer's output itself (see outputs()).
+  node->forward = [](LayerContext&) -> Expr {
+    throw Error("layer_output(): the node has no forward pass of its own");
+  };
+  node->inputs.push_back(layer.ptr());
+  node->options = "output=" + name;
+  node->config = detail::ConfigWriter().string("output", name).str();
+  return Model(std::move(node));
+}
 
 namespace {
 // The first application of a shared block (what every copy of it points at).

@@ -1,11 +1,13 @@
-// Recurrent layers: lstm and gru as one scan over the time axis. The input projection of
-// every step is one matrix product before the loop; the loop body multiplies the hidden
-// state by the recurrent kernel and applies the gates.
+// Recurrent layers: lstm, gru and conv_lstm as one scan over the time axis. The input
+// projection of every step is one product before the loop (a matrix product, or one
+// convolution over all frames); the loop body applies the recurrent product and the gates.
 #include "glia/layers/recurrent.hpp"
 
 #include "glia/core/scan.hpp"
 #include "glia/layers/activation.hpp"
 #include "layer_util.hpp"
+#include "recurrent_util.hpp"
+#include "spatial_util.hpp"
 
 namespace glia {
 
@@ -13,24 +15,35 @@ namespace {
 
 using Vs = std::vector<Expr>;
 
+// One step: (states, projected input row [N, ..., gates * units], recurrent params) -> new
+// states, the hidden state first.
+using StepFn = std::function<Vs(const Vs& states, const Expr& projected, const Vs& params)>;
+// The hidden state times the recurrent kernel: a matrix product, or a "same" convolution.
+using ProductFn = std::function<Expr(const Expr& h, const Expr& kernel)>;
+
+// What distinguishes the cells: gates, states, parameter shapes, products, the step.
 struct Cell {
-  std::string type;  // "lstm", "gru"
+  std::string type;  // "lstm", "gru", "conv_lstm"
   int gates = 4;
   int states = 2;  // carries: h (and c)
   bool recurrent_bias = false;
+  std::int64_t units = 0;
+  // The kernels' shapes, from the input's.
+  std::function<Shape(const Shape&x)> kernel_shape, recurrent_shape;
+  // [N, T, ...] . kernel -> every step's projected input, time first: [T, N, ..., G].
+  std::function<Expr(const Expr& xs, const Expr& kernel)> project;
+  StepFn step;
 };
 
-// One step: (states, projected input row [N, gates * units], recurrent params) -> new states.
-using StepFn = std::function<Vs(const Vs& states, const Expr& projected, const Vs& params)>;
-
-// Gate k of [N, gates * units].
+// Gate k of [..., gates * units].
 Expr gate(const Expr& z, std::int64_t k, std::int64_t units) {
   return slice_axis(z, k * units, units, -1);
 }
 
-StepFn lstm_step(std::int64_t units, const std::string& act, const std::string& rec) {
-  return [=](const Vs& s, const Expr& xw, const Vs& p) {
-    Expr z = xw + dot(s[0], p[0]);
+StepFn lstm_step(std::int64_t units, const RecurrentOptions& o, ProductFn product) {
+  return [=, act = o.activation, rec = o.recurrent_activation](const Vs& s, const Expr& xw,
+                                                               const Vs& p) {
+    Expr z = xw + product(s[0], p[0]);
     Expr i = activations::by_name(rec, gate(z, 0, units));
     Expr f = activations::by_name(rec, gate(z, 1, units));
     Expr g = activations::by_name(act, gate(z, 2, units));
@@ -40,10 +53,11 @@ StepFn lstm_step(std::int64_t units, const std::string& act, const std::string& 
   };
 }
 
-StepFn gru_step(std::int64_t units, const std::string& act, const std::string& rec, bool use_bias) {
-  return [=](const Vs& s, const Expr& xw, const Vs& p) {
+StepFn gru_step(std::int64_t units, const RecurrentOptions& o) {
+  return [=, act = o.activation, rec = o.recurrent_activation, bias = o.use_bias](
+             const Vs& s, const Expr& xw, const Vs& p) {
     Expr hu = dot(s[0], p[0]);
-    if (use_bias) hu = hu + p[1];
+    if (bias) hu = hu + p[1];
     Expr r = activations::by_name(rec, gate(xw, 0, units) + gate(hu, 0, units));
     Expr z = activations::by_name(rec, gate(xw, 1, units) + gate(hu, 1, units));
     Expr n = activations::by_name(act, gate(xw, 2, units) + r * gate(hu, 2, units));
@@ -51,130 +65,182 @@ StepFn gru_step(std::int64_t units, const std::string& act, const std::string& r
   };
 }
 
-// Runs `step` over xs [N, T, F] -> the outputs [N, T, units] (or the last, [N, units]).
-Expr run_sequence(const Expr& xs, const Vs& init, const Expr& kernel, const Expr& bias,
-                  const Vs& recurrent, const StepFn& step, const RecurrentOptions& o) {
-  // [N, T, F] . [F, G] -> [N, T, G] -> [T, N, G]: the loop steps along the leading axis.
-  Expr xw = dot_general(xs, kernel, {2}, {0});
-  if (bias.defined()) xw = xw + bias;
-  xw = transpose(xw, {1, 0, 2});
-  const std::int64_t steps = xw.dim(0);
-  Expr sequence, last;
-  if (o.unroll) {
-    Vs states = init;
-    Vs rows(static_cast<std::size_t>(steps));
-    for (std::int64_t s = 0; s < steps; ++s) {
-      const std::int64_t t = o.reverse ? steps - 1 - s : s;
-      states = step(states, squeeze(slice_axis(xw, t, 1, 0), {0}), recurrent);
-      rows[static_cast<std::size_t>(t)] = states[0];
-    }
-    last = states[0];
-    if (o.return_sequences)
-      sequence = steps > 0 ? stack(rows, 0) : zeros({0, xs.dim(0), init[0].dim(1)});
-  } else {
-    ScanResult r = scan(
-        [&](const Vs& c, const Vs& row, const Vs& p) {
-          Vs next = step(c, row[0], p);
-          return ScanResult{next, o.return_sequences ? Vs{next[0]} : Vs{}};
-        },
-        init, {xw}, recurrent, {.reverse = o.reverse, .name = "recurrent_step"});
-    last = r.carries[0];
-    if (o.return_sequences) sequence = r.outputs[0];
+// The rows of a sequence [N, T, ...] as [T, N, ...] and back (the loop steps along axis 0).
+Expr swap_batch_and_time(const Expr& x) {
+  Ints perm{1, 0};
+  for (int a = 2; a < x.rank(); ++a) perm.push_back(a);
+  return transpose(x, perm);
+}
+
+// The layer's forward: the projection, then the steps. `keep` is [T, N] bool, or undefined.
+Expr run(LayerContext& c, const Cell& cell, const RecurrentOptions& o, bool has_h, bool has_c,
+         bool has_mask) {
+  const Expr& xs = c.input(0);
+  Expr xw = cell.project(xs, c.param("kernel"));
+  if (o.use_bias) xw = xw + c.param("bias");
+  Ints state_dims = xw.shape().dims();
+  state_dims.erase(state_dims.begin());
+  state_dims.back() = cell.units;
+  const Shape state(state_dims);
+  Vs init;
+  std::size_t next = 1;
+  for (int s = 0; s < cell.states; ++s) {
+    bool given = s == 0 ? has_h : has_c;
+    Expr v = given ? c.input(next++) : zeros(state, xs.dtype());
+    check(v.shape() == state, cell.type, ": the initial ", s == 0 ? "hidden" : "cell", " state is ",
+          v.type().to_string(), ", expected ", TensorType{xs.dtype(), state}.to_string());
+    init.push_back(v);
   }
-  return o.return_sequences ? transpose(sequence, {1, 0, 2}) : last;
+  Expr keep;
+  if (has_mask) {
+    const Expr& m = c.input(next);
+    const Shape want{xs.dim(0), xs.dim(1)};
+    check(m.shape() == want, cell.type, ": the mask is ", m.type().to_string(), ", expected ",
+          want.to_string(), " ([batch, time])");
+    keep = transpose(m.dtype() == DType::boolean ? m : not_equal(m, 0), {1, 0});
+  }
+  Vs recurrent{c.param("recurrent_kernel")};
+  if (o.use_bias && cell.recurrent_bias) recurrent.push_back(c.param("recurrent_bias"));
+  detail::Steps r = detail::run_steps(xw, init, keep, recurrent, cell.step, o);
+  c.set_output("hidden", r.finals[0]);
+  if (cell.states == 2) c.set_output("cell", r.finals[1]);
+  return o.return_sequences ? swap_batch_and_time(r.outputs) : r.finals[0];
 }
 
-std::string recurrent_config(std::int64_t units, const RecurrentOptions& o) {
-  return detail::ConfigWriter()
-      .integer("units", units)
-      .string("activation", o.activation)
-      .string("recurrent_activation", o.recurrent_activation)
-      .boolean("use_bias", o.use_bias)
-      .initializer("kernel_initializer", o.kernel_initializer)
-      .initializer("recurrent_initializer", o.recurrent_initializer)
-      .initializer("bias_initializer", o.bias_initializer)
-      .boolean("return_sequences", o.return_sequences)
-      .boolean("reverse", o.reverse)
-      .boolean("unroll", o.unroll)
-      .str();
-}
-
-Model recurrent(const Cell& cell, const Model& x, std::int64_t units, const RecurrentOptions& o,
-                const RecurrentState& initial) {
+Model recurrent(const Cell& cell, const Model& x, const RecurrentOptions& o,
+                const RecurrentState& initial, std::string options_text,
+                detail::ConfigWriter config) {
   const std::string& type = cell.type;
-  check(units > 0, type, ": units must be positive, got ", units);
+  check(cell.units > 0, type, ": units must be positive, got ", cell.units);
   detail::check_activation(type, o.activation);
   detail::check_activation(type, o.recurrent_activation);
   check(cell.states == 2 || !initial.cell.defined(), type,
         ": has no cell state; give the initial hidden state alone");
   check(!initial.cell.defined() || initial.hidden.defined(), type,
         ": an initial cell state needs the initial hidden state too");
-  const std::int64_t width = cell.gates * units;
-  std::vector<ParamSpec> params{{"kernel",
-                                 [type, width](const InputShapes& in) {
-                                   check(in[0].rank() == 3, type,
-                                         ": expected a sequence [batch, time, features], got ",
-                                         in[0].to_string());
-                                   return Shape{in[0][2], width};
-                                 },
-                                 o.kernel_initializer},
-                                {"recurrent_kernel",
-                                 [units, width](const InputShapes&) {
-                                   return Shape{units, width};
-                                 },
-                                 o.recurrent_initializer}};
+  const std::int64_t width = cell.gates * cell.units;
+  auto fixed = [](Shape s) { return [s](const InputShapes&) { return s; }; };
+  auto of_input = [](auto f) { return [f](const InputShapes& in) { return f(in[0]); }; };
+  std::vector<ParamSpec> params{
+      {"kernel", of_input(cell.kernel_shape), o.kernel_initializer},
+      {"recurrent_kernel", of_input(cell.recurrent_shape), o.recurrent_initializer}};
   if (o.use_bias) {
-    params.push_back(
-        {"bias", [width](const InputShapes&) { return Shape{width}; }, o.bias_initializer});
+    params.push_back({"bias", fixed(Shape{width}), o.bias_initializer});
     if (cell.recurrent_bias)
-      params.push_back({"recurrent_bias", [width](const InputShapes&) { return Shape{width}; },
-                        o.bias_initializer});
+      params.push_back({"recurrent_bias", fixed(Shape{width}), o.bias_initializer});
   }
   std::vector<Model> inputs{x};
-  if (initial.hidden.defined()) inputs.push_back(initial.hidden);
-  if (initial.cell.defined()) inputs.push_back(initial.cell);
   const bool has_h = initial.hidden.defined(), has_c = initial.cell.defined();
-  StepFn step = type == "lstm" ? lstm_step(units, o.activation, o.recurrent_activation)
-                               : gru_step(units, o.activation, o.recurrent_activation, o.use_bias);
+  const bool has_mask = o.mask.defined();
+  if (has_h) inputs.push_back(initial.hidden);
+  if (has_c) inputs.push_back(initial.cell);
+  if (has_mask) inputs.push_back(o.mask);
   Model m =
-      layer(type, inputs,
-            [=](LayerContext& c) {
-              const Expr& xs = c.input(0);
-              check(xs.rank() == 3, type, ": expected a sequence [batch, time, features], got ",
-                    xs.type().to_string());
-              const Shape state{xs.dim(0), units};
-              Vs init;
-              std::size_t next = 1;
-              for (int s = 0; s < cell.states; ++s) {
-                bool given = s == 0 ? has_h : has_c;
-                Expr v = given ? c.input(next++) : zeros(state, xs.dtype());
-                check(v.shape() == state, type, ": the initial ", s == 0 ? "hidden" : "cell",
-                      " state is ", v.type().to_string(), ", expected ",
-                      TensorType{xs.dtype(), state}.to_string());
-                init.push_back(v);
-              }
-              Vs recurrent{c.param("recurrent_kernel")};
-              if (o.use_bias && cell.recurrent_bias) recurrent.push_back(c.param("recurrent_bias"));
-              return run_sequence(xs, init, c.param("kernel"),
-                                  o.use_bias ? c.param("bias") : Expr(), recurrent, step, o);
-            },
+      layer(type, inputs, [=](LayerContext& c) { return run(c, cell, o, has_h, has_c, has_mask); },
             std::move(params), {o.name});
-  return detail::with_options(m,
-                              cat("units=", units, o.return_sequences ? "" : ", last step",
-                                  o.reverse ? ", reverse" : "", o.unroll ? ", unrolled" : ""),
-                              recurrent_config(units, o));
+  options_text += cat(o.return_sequences ? "" : ", last step", o.reverse ? ", reverse" : "",
+                      o.unroll ? ", unrolled" : "", has_mask ? ", masked" : "");
+  return detail::with_options(m, options_text, detail::recurrent_config(config, o));
+}
+
+Shape sequence_input(const std::string& type, const Shape& x) {
+  check(x.rank() == 3, type, ": expected a sequence [batch, time, features], got ", x.to_string());
+  return x;
+}
+
+Cell dense_cell(std::string type, int gates, int states, std::int64_t units) {
+  Cell cell{std::move(type), gates, states, gates == 3, units, {}, {}, {}, {}};
+  std::int64_t width = gates * units;
+  cell.kernel_shape = [type = cell.type, width](const Shape& x) {
+    return Shape{sequence_input(type, x)[2], width};
+  };
+  cell.recurrent_shape = [units, width](const Shape&) { return Shape{units, width}; };
+  cell.project = [type = cell.type](const Expr& xs, const Expr& kernel) {
+    sequence_input(type, xs.shape());
+    return swap_batch_and_time(dot_general(xs, kernel, {2}, {0}));
+  };
+  return cell;
 }
 
 }  // namespace
 
 Model lstm(const Model& x, std::int64_t units, const RecurrentOptions& o,
            const RecurrentState& initial) {
-  return recurrent({"lstm", 4, 2, false}, x, units, o, initial);
+  Cell cell = dense_cell("lstm", 4, 2, units);
+  cell.step = lstm_step(units, o, [](const Expr& h, const Expr& u) { return dot(h, u); });
+  return recurrent(cell, x, o, initial, cat("units=", units),
+                   detail::ConfigWriter().integer("units", units));
 }
 
 Model gru(const Model& x, std::int64_t units, const RecurrentOptions& o,
           const RecurrentState& initial) {
-  return recurrent({"gru", 3, 1, true}, x, units, o, initial);
+  Cell cell = dense_cell("gru", 3, 1, units);
+  cell.step = gru_step(units, o);
+  return recurrent(cell, x, o, initial, cat("units=", units),
+                   detail::ConfigWriter().integer("units", units));
+}
+
+Model conv_lstm(const Model& x, std::int64_t filters, const ConvLstmOptions& co,
+                const RecurrentState& initial) {
+  const char* type = "conv_lstm";
+  check(filters > 0, type, ": filters must be positive, got ", filters);
+  detail::check_spatial_option(type, "kernel_size", co.kernel_size);
+  detail::check_spatial_option(type, "strides", co.strides);
+  detail::check_padding_option(type, co.padding);
+  check(!co.kernel_size.empty(), type, ": kernel_size must not be empty");
+  // The input's convolution, and the recurrent one: "same", moving by 1.
+  ConvLayerOptions in_conv{
+      .kernel_size = co.kernel_size, .strides = co.strides, .padding = co.padding};
+  ConvLayerOptions rec_conv{.padding = "same"};
+  Cell cell{type, 4, 2, false, filters, {}, {}, {}, {}};
+  const std::int64_t width = 4 * filters;
+  auto kernel_dims = [type, k = co.kernel_size](const Shape& frame) {
+    int s = detail::spatial_rank(type, frame);
+    check(k.size() == 1 || static_cast<int>(k.size()) == s, type, ": kernel_size ",
+          detail::ints_text(k), " for ", s, " spatial axes");
+    return detail::spatial_values(type, "kernel_size", k, s, 1);
+  };
+  // One frame's shape [batch, spatial..., channels]: the sequence without its time axis.
+  auto frame_of = [type](const Shape& xs) {
+    check(xs.rank() >= 4 && xs.rank() <= 6, type,
+          ": expected [batch, time, spatial..., channels] with 1 to 3 spatial axes, got ",
+          xs.to_string());
+    Ints d = xs.dims();
+    d.erase(d.begin() + 1);
+    return Shape(d);
+  };
+  cell.kernel_shape = [=](const Shape& xs) {
+    Shape frame = frame_of(xs);
+    Ints d = kernel_dims(frame);
+    d.push_back(frame[frame.rank() - 1]);
+    d.push_back(width);
+    return Shape(d);
+  };
+  cell.recurrent_shape = [=](const Shape& xs) {
+    Ints d = kernel_dims(frame_of(xs));
+    d.push_back(filters);
+    d.push_back(width);
+    return Shape(d);
+  };
+  cell.project = [=](const Expr& xs, const Expr& kernel) {
+    Ints d = frame_of(xs.shape()).dims();
+    d[0] = xs.dim(0) * xs.dim(1);
+    Expr y = detail::conv_forward(type, reshape(xs, d), kernel, in_conv, 1);
+    Ints out = y.shape().dims();
+    out[0] = xs.dim(1);
+    out.insert(out.begin(), xs.dim(0));
+    return swap_batch_and_time(reshape(y, out));
+  };
+  cell.step = lstm_step(filters, co.recurrent, [=](const Expr& h, const Expr& u) {
+    return detail::conv_forward(type, h, u, rec_conv, 1);
+  });
+  return recurrent(cell, x, co.recurrent, initial,
+                   cat("filters=", filters, ", kernel_size=", detail::ints_text(co.kernel_size)),
+                   detail::ConfigWriter()
+                       .integer("filters", filters)
+                       .integers("kernel_size", co.kernel_size)
+                       .integers("strides", co.strides)
+                       .padding("padding", co.padding));
 }
 
 }  // namespace glia

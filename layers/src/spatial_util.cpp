@@ -123,4 +123,30 @@ std::string padding_text(const Padding& p) {
   return s + "]";
 }
 
+// The core conv on an input in the layer's layout; the result is in that layout too.
+// `core_kernel` is [O, I / groups, K...].
+Expr conv_in_layout(const Expr& x, const Expr& core_kernel, const ConvOptions& co,
+                    Channels channels) {
+  if (channels == Channels::first) return conv(x, core_kernel, co);
+  return to_channels_last(conv(to_channels_first(x), core_kernel, co));
+}
+
+// y = x (*) kernel with the layer's strides, padding and dilations; no bias.
+Expr conv_forward(std::string_view layer, const Expr& x, const Expr& kernel,
+                  const ConvLayerOptions& o, std::int64_t groups) {
+  int spatial = spatial_rank(layer, x.shape());
+  Ints strides = spatial_values(layer, "strides", o.strides, spatial, 1);
+  Ints in_dilation = spatial_values(layer, "input_dilation", o.input_dilation, spatial, 1);
+  Ints k_dilation = spatial_values(layer, "kernel_dilation", o.kernel_dilation, spatial, 1);
+  Ints in = spatial_dims(x.shape(), o.channels), window;
+  for (int i = 0; i < spatial; ++i) {
+    auto k = static_cast<std::size_t>(i);
+    in[k] = dilated_size(in[k], in_dilation[k]);
+    window.push_back(dilated_size(kernel.dim(i), k_dilation[k]));
+  }
+  PadPairs pad = resolve_padding(layer, o.padding, in, window, strides);
+  ConvOptions co{strides, pad.low, pad.high, in_dilation, k_dilation, groups};
+  return conv_in_layout(x, kernel_to_core(kernel), co, o.channels);
+}
+
 }  // namespace glia::detail

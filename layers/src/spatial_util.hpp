@@ -46,6 +46,15 @@ Expr to_channels_last(const Expr& x);
 // A kernel stored [K..., I, O] as the core conv wants it: [O, I, K...].
 Expr kernel_to_core(const Expr& kernel);
 
+// The core conv on an input in `channels` layout; the result is in that layout too.
+// `core_kernel` is [O, I / groups, K...].
+Expr conv_in_layout(const Expr& x, const Expr& core_kernel, const ConvOptions& co,
+                    Channels channels);
+// y = x (*) kernel [K..., I / groups, O] with the options' strides, padding and dilations
+// (kernel_size is the kernel's); no bias.
+Expr conv_forward(std::string_view layer, const Expr& x, const Expr& kernel,
+                  const ConvLayerOptions& o, std::int64_t groups);
+
 std::string ints_text(const Ints& v);
 std::string padding_text(const Padding& p);
 

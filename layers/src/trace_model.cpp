@@ -46,6 +46,7 @@ class ModelTracer {
               const std::map<std::string, Expr>& inputs, InitialValues* init,
               std::vector<LayerShapes>* record = nullptr) {
     std::vector<Expr> values(layers_.size());
+    std::vector<std::map<std::string, Expr>> further(layers_.size());  // set_output()'s
     ExprParamMap taken;  // each parameter group's values, for the layers sharing them
     Applied out;
     if (state != nullptr) out.state = *state;
@@ -59,6 +60,11 @@ class ModelTracer {
           out.outputs[node.output_names[j]] = heads.back();
         }
         if (record != nullptr) record->push_back(shapes_of(r, heads, {}));
+        continue;
+      }
+      if (!node.picks.empty()) {  // layer_output(): a further output of its input layer
+        values[i] = picked(r, further[r.inputs[0]]);
+        if (record != nullptr) record->push_back(shapes_of(r, {values[r.inputs[0]]}, values[i]));
         continue;
       }
       if (!node.forward) {
@@ -111,6 +117,7 @@ class ModelTracer {
       if (!values[i].defined()) fail("the forward function returned an undefined Expr");
       if (spans_ != nullptr) spans_->push_back({r.name, node.type, current_graph().size()});
       for (const auto& [name, value] : ctx.state_updates_) out.state[r.params_of][name] = value;
+      further[i] = std::move(ctx.outputs_);
       if (record != nullptr) record->push_back(shapes_of(r, ctx.inputs_, values[i]));
     }
     out.output = values.back();
@@ -142,6 +149,17 @@ class ModelTracer {
                           p.is_state,
                           !p.is_state && node.frozen && node.frozen(r.name, p.name)});
     return s;
+  }
+
+  Expr picked(const ResolvedLayer& r, const std::map<std::string, Expr>& given) const {
+    const ResolvedLayer& from = layers_[r.inputs[0]];
+    auto it = given.find(r.node->picks);
+    if (it != given.end()) return it->second;
+    std::string names;
+    for (const auto& [name, e] : given) names += (names.empty() ? "" : ", ") + name;
+    throw Error(cat("layer '", r.name, "' (layer_output): layer '", from.name, "' (",
+                    from.node->type, ") gives no output '", r.node->picks,
+                    "'; its outputs: ", names.empty() ? "none besides its main one" : names));
   }
 
   Expr bind_input(const ResolvedLayer& r, const std::map<std::string, Expr>& inputs) {

@@ -217,6 +217,12 @@ std::vector<Case> recurrent_cases() {
                                   {.hidden = h0, .cell = c0})},
       {"gru_unrolled", gru(x, 3, {.use_bias = false, .unroll = true})},
       {"gru_state", gru(x, 2, {.activation = "softsign"}, {.hidden = h0})},
+      {"lstm_masked_cell", final_state(lstm(x, 2, {.mask = mask(x, 0.5)}, {.hidden = h0})).cell},
+      {"conv_lstm", conv_lstm(input("frames", {-1, 3, 5, 5, 2}), 2,
+                              {.kernel_size = {3, 1},
+                               .strides = {2},
+                               .padding = "valid",
+                               .recurrent = {.activation = "relu", .return_sequences = false}})},
   };
 }
 
@@ -239,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(Layers, SerializeRoundTrip, ::testing::ValuesIn(all_cas
 TEST(SerializeCoverage, TheTableHasEveryBuiltInLayerType) {
   std::set<std::string> expected = glia::testing::builtin_layer_types();
   for (const std::string& name : activations::names()) expected.insert(name);
-  EXPECT_EQ(expected.size(), 42u + 22u);
+  EXPECT_EQ(expected.size(), 45u + 22u);
   std::set<std::string> seen;
   for (const Case& c : all_cases())
     for (const ResolvedLayer& l : resolve_layers(c.model)) seen.insert(l.node->type);

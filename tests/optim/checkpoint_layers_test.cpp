@@ -54,8 +54,9 @@ Model volume_model() {
   return concatenate({flatten(conv(s, 4, {.kernel_size = {3}})),
                       flatten(separable_conv3d(v, 3, 1, {.kernel_size = {2}})),
                       flatten(multi_head_attention(s, 3, {.causal = true})),
-                      flatten(lstm(s, 2, {.reverse = true})),
-                      gru(s, 3, {.return_sequences = false})});
+                      flatten(lstm(s, 2, {.reverse = true, .mask = mask(s, 0.5)})),
+                      final_state(gru(s, 3)).hidden,
+                      flatten(conv_lstm(v, 2, {.kernel_size = {2}, .recurrent = {.reverse = true}}))});
 }
 
 std::vector<Model> all_models() { return {linear_model(), spatial_model(), volume_model()}; }

@@ -69,6 +69,8 @@ struct LayerNode {
   NodePtr shares;
   // An outputs() node: the name of each input (head); empty for every other layer.
   std::vector<std::string> output_names;
+  // A layer_output() node: the name of the further output of its input layer it gives.
+  std::string picks;
 };
 
 class Model {
@@ -112,6 +114,9 @@ class LayerContext {
   const Expr& key() const;
   // A new value for a state entry (train mode); it becomes the model's updated state.
   void update_state(const std::string& name, const Expr& value);
+  // A further output of the layer, besides the one its forward returns (a recurrent
+  // layer's final states): layer_output(model, name) reads it.
+  void set_output(const std::string& name, const Expr& value);
   const std::string& layer_name() const { return name_; }
 
  private:
@@ -120,6 +125,7 @@ class LayerContext {
   std::vector<Expr> inputs_;
   std::map<std::string, Expr> params_;
   std::map<std::string, Expr> state_updates_;
+  std::map<std::string, Expr> outputs_;
   Mode mode_ = Mode::inference;
   Expr key_;
 };
@@ -143,6 +149,12 @@ Model layer(const std::string& type, std::vector<Model> inputs, ForwardFn forwar
 Model outputs(const std::map<std::string, Model>& heads);
 // The names of an outputs() model's heads; empty for a model with one output.
 std::vector<std::string> output_names(const Model& model);
+
+// A further output of a layer that gives several, by name (see LayerContext::set_output):
+//   glia::Model seq = glia::lstm(x, 64);
+//   glia::Model cell = glia::layer_output(seq, "cell");  // the final cell state
+// Naming an output the layer does not give fails when the model is built.
+Model layer_output(const Model& layer, const std::string& name);
 
 // Weight sharing: the layers of `output` that depend on a `from` model, applied again with
 // each `from` replaced by its `to`, using the same parameters (one set, trained by every
