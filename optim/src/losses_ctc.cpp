@@ -1,9 +1,10 @@
 // Connectionist temporal classification: the CTC forward algorithm in log space over the
-// extended label sequence (a blank before, between and after the labels), unrolled over
-// time at trace time. Matches torch.nn.functional.ctc_loss (log-probs [batch, time,
+// extended label sequence (a blank before, between and after the labels), one scan over
+// time. Matches torch.nn.functional.ctc_loss (log-probs [batch, time,
 // classes] here, [time, batch, classes] there).
 #include <limits>
 
+#include "glia/core/scan.hpp"
 #include "losses_util.hpp"
 
 namespace glia::losses {
@@ -93,19 +94,24 @@ Expr connectionist_temporal_classification(const Expr& y_true, const Expr& y_pre
       add(add(multiply(iota(bts, 0), time * classes), multiply(iota(bts, 1), classes)),
           broadcast(ext, bts, {0, 2}));
   Expr emit = max(take(reshape(log_probs, {batch * time * classes}), flat_index, 0), kNeg);
-  auto emit_at = [&](std::int64_t t) {
-    return reshape(slice_axis(emit, t, 1, 1), {batch, states});
-  };
 
-  // alpha[b, s]: log-probability of the prefixes ending in state s at the current step.
-  Expr alpha = select(less(iota({states}, 0), 2), emit_at(0), kNeg);
+  // alpha[b, s]: log-probability of the prefixes ending in state s at the current step,
+  // carried by one loop over steps 1..time-1 (the graph does not grow with the time).
+  Expr alpha0 =
+      select(less(iota({states}, 0), 2), reshape(slice_axis(emit, 0, 1, 1), {batch, states}), kNeg);
+  Expr later_emits = transpose(slice_axis(emit, 1, time - 1, 1), {1, 0, 2});  // [time-1, b, s]
+  Expr steps = iota({time - 1}, 0, DType::i64) + std::int64_t{1};
   Expr lengths_column = reshape(in_lengths, {batch, 1});
-  for (std::int64_t t = 1; t < time; ++t) {
-    Expr from_skip = select(skip_allowed, shift_right(alpha, 2), kNeg);
-    Expr next = log_add_exp({alpha, shift_right(alpha, 1), from_skip}) + emit_at(t);
-    // Past an example's input length its alphas stay those of its last step.
-    alpha = select(less(scalar(static_cast<double>(t), DType::i64), lengths_column), next, alpha);
-  }
+  ScanResult forward = scan(
+      [](const std::vector<Expr>& carry, const std::vector<Expr>& row, const std::vector<Expr>& k) {
+        const Expr& alpha = carry[0];
+        Expr from_skip = select(k[0], shift_right(alpha, 2), kNeg);
+        Expr next = log_add_exp({alpha, shift_right(alpha, 1), from_skip}) + row[0];
+        // Past an example's input length its alphas stay those of its last step.
+        return ScanResult{{select(less(row[1], k[1]), next, alpha)}, {}};
+      },
+      {alpha0}, {later_emits, steps}, {skip_allowed, lengths_column}, {.name = "ctc_alpha"});
+  Expr alpha = forward.carries[0];
 
   // A path ends in the last label or the final blank: states 2L and 2L - 1.
   Expr state = iota({batch, states}, 1);

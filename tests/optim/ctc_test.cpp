@@ -1,13 +1,14 @@
 // Connectionist temporal classification: PyTorch's ctc_loss (golden fixtures, the three
 // reductions, f64 and f32), a case enumerated by hand, gradients against finite
-// differences, extreme logits, impossible alignments (inf, or 0 with zero_infinity), and
-// argument errors.
+// differences, one loop over time (cpu against the interpreter), extreme logits, impossible
+// alignments (inf, or 0 with zero_infinity), and argument errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "autograd/gradcheck.hpp"
+#include "compiler/cpu_test_util.hpp"
 #include "expect_error.hpp"
 #include "glia/optim/losses.hpp"
 #include "optim/losses_test_util.hpp"
@@ -127,6 +128,30 @@ TEST(Ctc, ExtremeLogitsGiveFiniteValuesAndGradients) {
     EXPECT_TRUE(testing::all_finite(grad)) << grad;
     EXPECT_GT(value.item<double>(), 1e3);  // the likely paths do not spell the labels
   }
+}
+
+// The loss and its gradient for `time` steps: labels {1, 2, 2}, {3, 1}.
+Graph ctc_and_gradient(std::int64_t time) {
+  return trace(
+      [](const std::vector<Expr>& in) {
+        Expr loss = ctc({in[0], log_softmax(in[1]), in[2], in[3]});
+        return std::vector<Expr>{loss, gradients(loss, {in[1]})[0]};
+      },
+      {{DType::i64, {2, 3}}, {DType::f32, {2, time, 4}}, {DType::i64, {2}}, {DType::i64, {2}}});
+}
+
+// One loop over time (forward and reverse), so the graph has one size for any length, and
+// the cpu backend runs it as the interpreter does.
+TEST(Ctc, OneLoopOverTimeOnEveryBackend) {
+  EXPECT_EQ(ctc_and_gradient(4).size(), ctc_and_gradient(400).size());
+  GLIA_REQUIRE_CPU_BACKEND();
+  const std::int64_t time = 60;
+  std::vector<Tensor> inputs = {
+      i64s({1, 2, 2, 3, 1, 0}, Shape{2, 3}),
+      testing::random_tensor(Shape{2, time, 4}, -2, 1, 12).cast(DType::f32),
+      i64s({time, 41}, Shape{2}), i64s({3, 2}, Shape{2})};
+  auto exe = testing::expect_cpu_matches_interp(ctc_and_gradient(time), inputs, 1e-4, 1e-5);
+  EXPECT_EQ(exe->program().specs<ScanSpec>().size(), 2u) << exe->describe();
 }
 
 void trace_ctc(const std::vector<TensorType>& types, CtcOptions o = {}) {
