@@ -22,10 +22,13 @@ dtype is glia's name (f32, f64, i64, bool written 0 and 1); no dims means a scal
 are row-major, f32 printed with 9 significant digits, f64 with repr (shortest round trip),
 both exact; inf and nan as "inf", "-inf", "nan". Tensor names:
     input.<n>          a model input named <n> ("x" for single-input layers; "a", "b", ...)
-    param.<p>          the layer's trained parameter <p> (glia's name, glia's layout)
+    param.<p>          the layer's trained parameter <p> (glia's name, glia's layout); the
+                       layer is the model's last one that declares parameters
+    param.<l>.<p>      parameter <p> of the layer named <l> (a model of several layers;
+                       state.<l>.<p> and train.state.<l>.<p> likewise)
     state.<p>          the layer's state (running statistics) before the call
     output             predict(...) in inference mode
-    output.<variant>   several outputs of one input (the activations)
+    output.<variant>   several outputs of one input (the activations, final states)
     train.output       predict.train(...) output (batch_norm, instance_norm)
     train.state.<p>    the state after that train step
 
