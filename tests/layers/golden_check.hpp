@@ -1,6 +1,7 @@
 // The golden-fixture check shared by the layer suites' golden tests: a case's input.*
 // tensors become model inputs, its param.* and state.* tensors the layer's parameters and
-// state; the layer's output (and train.* tensors) must match the fixture's PyTorch values.
+// state (the model's last layer that declares some, or the layer <l> of param.<l>.<p>);
+// the model's output (and train.* tensors) must match the fixture's PyTorch values.
 //   glia::golden::check_golden("dense", [](const glia::golden::Inputs& in) {
 //     return glia::dense(in.at("x"), 4); });
 #pragma once
@@ -12,6 +13,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "glia/layers/build.hpp"
 #include "golden_fixture.hpp"
@@ -68,6 +71,32 @@ inline std::set<std::string> names_in(const ParamMap& map, const std::string& la
   return names;
 }
 
+// The layer whose parameters and state a fixture's plain param.<p> / state.<p> are: the
+// model's last layer that declares some (a layer_output or concatenate may follow it).
+inline std::string parameter_layer(const Model& model) {
+  std::vector<ResolvedLayer> layers = resolve_layers(model);
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it)
+    if (!it->node->params.empty()) return it->params_of;
+  return layers.back().name;
+}
+
+// A fixture name's (layer, entry) after its prefix: "<l>.<p>" names layer <l>, "<p>" the
+// default layer.
+inline std::pair<std::string, std::string> layer_and_entry(const std::string& rest,
+                                                           const std::string& layer) {
+  std::size_t dot = rest.find('.');
+  if (dot == std::string::npos) return {layer, rest};
+  return {rest.substr(0, dot), rest.substr(dot + 1)};
+}
+
+// The layers that either map names.
+inline std::set<std::string> layers_of(const ParamMap& a, const ParamMap& b) {
+  std::set<std::string> layers;
+  for (const ParamMap* map : {&a, &b})
+    for (const auto& [layer, entries] : *map) layers.insert(layer);
+  return layers;
+}
+
 inline std::string list(const std::set<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
@@ -89,25 +118,32 @@ inline void run_case(const std::string& case_name, const LayerFn& layer_fn, Tole
   }
   ASSERT_FALSE(values.empty()) << "the fixture has no input.* tensor";
   Model model = layer_fn(models);
-  std::string layer = resolve_layers(model).back().name;
+  std::string layer = parameter_layer(model);
   ModelState given;
   for (const auto& [name, t] : f) {
-    if (starts_with(name, "param.")) given.params[layer][name.substr(6)] = t;
-    if (starts_with(name, "state.")) given.state[layer][name.substr(6)] = t;
+    if (starts_with(name, "param.")) {
+      auto [l, p] = layer_and_entry(name.substr(6), layer);
+      given.params[l][p] = t;
+    }
+    if (starts_with(name, "state.")) {
+      auto [l, s] = layer_and_entry(name.substr(6), layer);
+      given.state[l][s] = t;
+    }
   }
   auto [init, predict] = build(model);
-  // The fixture must name exactly the parameters and state the layer declares. Asked only
+  // The fixture must name exactly the parameters and state the layers declare. Asked only
   // when it has some: init of a model without parameters throws today (jit: "the function
   // returned no Expr"), and predict reports any declared parameter the fixture lacks.
   if (!given.params.empty() || !given.state.empty()) {
     ModelState drawn = init(types, 0);
-    ASSERT_EQ(names_in(drawn.params, layer), names_in(given.params, layer))
-        << "parameters of '" << layer << "': the layer declares "
-        << list(names_in(drawn.params, layer)) << ", the fixture has "
-        << list(names_in(given.params, layer));
-    ASSERT_EQ(names_in(drawn.state, layer), names_in(given.state, layer))
-        << "state of '" << layer << "': the layer declares " << list(names_in(drawn.state, layer))
-        << ", the fixture has " << list(names_in(given.state, layer));
+    for (const std::string& l : layers_of(drawn.params, given.params))
+      ASSERT_EQ(names_in(drawn.params, l), names_in(given.params, l))
+          << "parameters of '" << l << "': the layer declares " << list(names_in(drawn.params, l))
+          << ", the fixture has " << list(names_in(given.params, l));
+    for (const std::string& l : layers_of(drawn.state, given.state))
+      ASSERT_EQ(names_in(drawn.state, l), names_in(given.state, l))
+          << "state of '" << l << "': the layer declares " << list(names_in(drawn.state, l))
+          << ", the fixture has " << list(names_in(given.state, l));
   }
 
   expect_close(predict(given, values), golden::tensor(f, output), tol, output);
@@ -116,10 +152,10 @@ inline void run_case(const std::string& case_name, const LayerFn& layer_fn, Tole
   expect_close(r.output, golden::tensor(f, "train.output"), tol, "train.output");
   for (const auto& [name, want] : f) {
     if (!starts_with(name, "train.state.")) continue;
-    std::string p = name.substr(12);
-    ASSERT_TRUE(r.state.count(layer) && r.state.at(layer).count(p))
-        << "train mode returned no state '" << p << "' for '" << layer << "'";
-    expect_close(r.state.at(layer).at(p), want, tol, name);
+    auto [l, p] = layer_and_entry(name.substr(12), layer);
+    ASSERT_TRUE(r.state.count(l) && r.state.at(l).count(p))
+        << "train mode returned no state '" << p << "' for '" << l << "'";
+    expect_close(r.state.at(l).at(p), want, tol, name);
   }
 }
 

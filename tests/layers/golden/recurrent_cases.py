@@ -18,6 +18,21 @@ the one at t = 0). PyTorch has no one-direction reverse, so the reference runs t
 on x.flip(1) and flips the outputs back: output = y.flip(1), last = h_n[0].
 F64: the *_f64 cases hold float64 inputs, parameters and outputs (the test declares the
 layer's parameters f64) and are compared at glia::golden::kF64.
+MASKS: glia's mask [N, T] (input.mask, bool) is true at a sequence's first `length` steps;
+the reference is PyTorch's packed sequence of those lengths:
+    pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False) -> module ->
+    pad_packed_sequence(batch_first=True, total_length=T)   (padded steps output 0)
+The steps of x past a sequence's length hold random values, which both sides must ignore.
+FINAL STATES: glia's final_state(layer) is PyTorch's h_n / c_n: output.hidden = h_n[d],
+output.cell = c_n[d] (d the direction), each sequence's state after its own last real step.
+REVERSE WITH A MASK: glia's masked `reverse` layer reads each sequence from its own last real
+step down to t = 0, as the backward direction of PyTorch's bidirectional module on the packed
+sequence (flipping x, as above, would put the padding first). Those cases run the module
+with bidirectional=True and keep its backward half: output = y[..., H:], the *_l0_reverse
+parameters as glia's, the initial states h_0[1] (c_0[1]).
+BIDIRECTIONAL: glia's bidirectional(x, fn) with fn's layers named "forward" and "backward"
+is PyTorch's bidirectional module: the output is [forward, backward] along the last axis,
+param.forward.<p> from the *_l0 parameters and param.backward.<p> from *_l0_reverse.
 """
 
 import numpy as np
@@ -27,38 +42,45 @@ import torch.nn as nn
 _GATES = {"lstm": 4, "gru": 3}
 
 
-def _module(g, kind, F, H, bias, rng, f64):
-    """A float64 nn.LSTM / nn.GRU with drawn parameters, and glia's (name, array) list."""
+def recurrent_module(g, kind, F, H, bias, rng, f64, bidirectional=False):
+    """A float64 nn.LSTM / nn.GRU with drawn parameters, and glia's (name, array) list of
+    each direction: {"_l0": [...], "_l0_reverse": [...]} (PyTorch's suffixes; bare names)."""
     G = _GATES[kind]
-    m = (nn.LSTM if kind == "lstm" else nn.GRU)(F, H, bias=bias, batch_first=True).double()
-    w_ih, w_hh = g.randn(rng, G * H, F, scale=0.5), g.randn(rng, G * H, H, scale=0.5)
-    params = [("param.kernel", np.ascontiguousarray(w_ih.T)),
-              ("param.recurrent_kernel", np.ascontiguousarray(w_hh.T))]
-    with torch.no_grad():
-        m.weight_ih_l0.copy_(g.t64(w_ih))
-        m.weight_hh_l0.copy_(g.t64(w_hh))
-        if bias:
-            b_ih, b_hh = g.randn(rng, G * H, scale=0.3), g.randn(rng, G * H, scale=0.3)
-            m.bias_ih_l0.copy_(g.t64(b_ih))
-            m.bias_hh_l0.copy_(g.t64(b_hh))
-            if kind == "gru":
-                params += [("param.bias", b_ih), ("param.recurrent_bias", b_hh)]
-            elif f64:
-                params.append(("param.bias", b_ih.astype(np.float64) + b_hh))
-            else:
-                # glia's one f32 bias is the sum rounded; PyTorch is given bias_hh = that
-                # rounded sum - bias_ih (exact in float64), so both use the same values.
-                b = (b_ih.astype(np.float64) + b_hh).astype(np.float32)
-                m.bias_hh_l0.copy_(g.t64(b) - g.t64(b_ih))
-                params.append(("param.bias", b))
-    return m, params
+    m = (nn.LSTM if kind == "lstm" else nn.GRU)(F, H, bias=bias, batch_first=True,
+                                                bidirectional=bidirectional).double()
+    directions = {}
+    for suffix in ("_l0", "_l0_reverse") if bidirectional else ("_l0",):
+        p = lambda name: getattr(m, name + suffix)
+        w_ih, w_hh = g.randn(rng, G * H, F, scale=0.5), g.randn(rng, G * H, H, scale=0.5)
+        params = [("kernel", np.ascontiguousarray(w_ih.T)),
+                  ("recurrent_kernel", np.ascontiguousarray(w_hh.T))]
+        with torch.no_grad():
+            p("weight_ih").copy_(g.t64(w_ih))
+            p("weight_hh").copy_(g.t64(w_hh))
+            if bias:
+                b_ih, b_hh = g.randn(rng, G * H, scale=0.3), g.randn(rng, G * H, scale=0.3)
+                p("bias_ih").copy_(g.t64(b_ih))
+                p("bias_hh").copy_(g.t64(b_hh))
+                if kind == "gru":
+                    params += [("bias", b_ih), ("recurrent_bias", b_hh)]
+                elif f64:
+                    params.append(("bias", b_ih.astype(np.float64) + b_hh))
+                else:
+                    # glia's one f32 bias is the sum rounded; PyTorch is given bias_hh = that
+                    # rounded sum - bias_ih (exact in float64), so both use the same values.
+                    b = (b_ih.astype(np.float64) + b_hh).astype(np.float32)
+                    p("bias_hh").copy_(g.t64(b) - g.t64(b_ih))
+                    params.append(("bias", b))
+        directions[suffix] = params
+    return m, directions
 
 
 def recurrent_case(g, kind, case, comment, N, T, F, H, bias=True, last=False, reverse=False,
                    initial=False, f64=False):
     rng = g.rng_for(case)
     x = g.randn(rng, N, T, F)
-    m, params = _module(g, kind, F, H, bias, rng, f64)
+    m, directions = recurrent_module(g, kind, F, H, bias, rng, f64)
+    params = [("param." + n, a) for n, a in directions["_l0"]]
     states = []
     if initial:
         states.append(("input.h", g.randn(rng, N, H, scale=0.5)))
@@ -74,6 +96,45 @@ def recurrent_case(g, kind, case, comment, N, T, F, H, bias=True, last=False, re
     out = y.detach().numpy() if f64 else g.out32(y)
     tensors = [("input.x", x)] + states + params
     g.write(case, comment, [(n, cast(a)) for n, a in tensors] + [("output", out)])
+
+
+def sequence_case(g, kind, case, comment, N, T, F, H, lengths=None, direction="forward",
+                  initial=False):
+    """direction: "forward" (a one-direction module), "backward" (the backward half of a
+    bidirectional one) or "both" (the bidirectional output, without final states)."""
+    rng = g.rng_for(case)
+    x = g.randn(rng, N, T, F)
+    m, directions = recurrent_module(g, kind, F, H, True, rng, False, direction != "forward")
+    inputs = [("input.x", x)]
+    if lengths is not None:
+        inputs.append(("input.mask", np.arange(T)[None, :] < np.array(lengths)[:, None]))
+    hx = None
+    if initial:
+        states = [g.randn(rng, N, H, scale=0.5) for _ in range(2 if kind == "lstm" else 1)]
+        inputs += list(zip(("input.h", "input.c"), states))
+        # The backward direction's initial states are h_0[1], c_0[1]; the forward's zeros.
+        hx = tuple(torch.stack([torch.zeros(N, H, dtype=torch.float64), g.t64(s)])
+                   if direction == "backward" else g.t64(s)[None] for s in states)
+        hx = hx if kind == "lstm" else hx[0]
+    xt = g.t64(x)
+    if lengths is not None:
+        xt = nn.utils.rnn.pack_padded_sequence(xt, torch.tensor(lengths), batch_first=True,
+                                               enforce_sorted=False)
+    y, h_n = m(xt, hx)
+    if lengths is not None:
+        y, _ = nn.utils.rnn.pad_packed_sequence(y, batch_first=True, total_length=T)
+    finals = list(h_n) if kind == "lstm" else [h_n]  # each [directions, N, H]
+    if direction == "both":
+        params = [("param.%s.%s" % (layer, n), a)
+                  for layer, suffix in (("forward", "_l0"), ("backward", "_l0_reverse"))
+                  for n, a in directions[suffix]]
+        outputs = [("output", g.out32(y))]
+    else:
+        d = 0 if direction == "forward" else 1
+        params = [("param." + n, a) for n, a in directions["_l0" if d == 0 else "_l0_reverse"]]
+        outputs = [("output", g.out32(y[..., d * H:(d + 1) * H]))]
+        outputs += [("output." + n, g.out32(s[d])) for n, s in zip(("hidden", "cell"), finals)]
+    g.write(case, comment, inputs + params + outputs)
 
 
 def recurrent_cases(g):
@@ -108,3 +169,32 @@ def recurrent_cases(g):
                        % ("(h0, c0)" if kind == "lstm" else "h0", kind,
                           "{h, c}" if kind == "lstm" else "{h}"),
                        2, 4, 3, 4, reverse=True, initial=True, f64=True)
+        states = lambda d: "(h_n[%d], c_n[%d])" % (d, d) if kind == "lstm" else "h_n[%d]" % d
+        glia_states = "final_state(y).{hidden, cell}" if kind == "lstm" else \
+            "final_state(y).hidden"
+        packed = "pack_padded_sequence(x, lengths %s, batch_first=True, enforce_sorted=False)"
+        sequence_case(g, kind, kind + "_final_state",
+                      "torch: nn.%s(3, 4, batch_first=True)(x) outputs, %s\n"
+                      "glia: y = %s(x, 4); %s" % (K, states(0), kind, glia_states),
+                      2, 4, 3, 4)
+        sequence_case(g, kind, kind + "_masked",
+                      ("torch: nn.%s(3, 4, batch_first=True)(%s) outputs padded with 0, %s\n"
+                       "glia: y = %s(x, 4, {.mask = mask}); %s; mask[n, t] = t < lengths[n]")
+                      % (K, packed % "[5, 1, 3]", states(0), kind, glia_states),
+                      3, 5, 3, 4, lengths=[5, 1, 3])
+        sequence_case(g, kind, kind + "_masked_reverse",
+                      ("torch: nn.%s(4, 3, batch_first=True, bidirectional=True)(%s, h_0) "
+                       "outputs[..., 3:] padded with 0, %s\nglia: y = %s(x, 3, {.reverse = true, "
+                       ".mask = mask}, {h_0[1]%s}); %s")
+                      % (K, packed % "[2, 4, 1, 3]", states(1), kind,
+                         ", c_0[1]" if kind == "lstm" else "", glia_states),
+                      4, 4, 4, 3, lengths=[2, 4, 1, 3], direction="backward", initial=True)
+        bidirectional = ("torch: nn.%s(3, 4, batch_first=True, bidirectional=True)(%%s) "
+                         "outputs\nglia: bidirectional(x, [](x, reverse) { return %s(x, 4, "
+                         "{.reverse = reverse, %%s.name = reverse ? \"backward\" : "
+                         "\"forward\"}); })" % (K, kind))
+        sequence_case(g, kind, kind + "_bidirectional", bidirectional % ("x", ""),
+                      2, 4, 3, 4, direction="both")
+        sequence_case(g, kind, kind + "_bidirectional_masked",
+                      bidirectional % (packed % "[3, 5, 2]" + " padded with 0", ".mask = mask, "),
+                      3, 5, 3, 4, lengths=[3, 5, 2], direction="both")
