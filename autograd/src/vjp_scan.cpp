@@ -4,6 +4,9 @@
 //   a[t], dx[t], dw[t] = vjp of body at (c[t], x[t], w) applied to (a[t+1], dy[t])
 //   a[t] += the cotangent of the stored carry c[t] (when that result is used)
 //   acc += dw[t]
+// A constant whose per-step gradient is one matrix product a[t] . b[t] (a recurrent
+// kernel's) is not summed in the loop: the loop gives a[t] and b[t], and one product over
+// the stacked steps after it sums them (one large GEMM in place of one small one a step).
 // It reads the forward loop's stored carries c[t] (its trace results, computed by the same
 // loop) and recomputes each step's intermediates. It is itself a scan, so it differentiates
 // again (second order, nested loops).
@@ -77,15 +80,20 @@ std::vector<Expr> scan_vjp(Graph& g, ValueId loop, const std::vector<std::pair<V
   for (std::size_t j = 0; j < k; ++j)
     stored.push_back(scan_result(inputs, a, static_cast<std::int64_t>(k + q + j)));
 
-  std::vector<Expr> init, seqs, consts(inputs.begin() + std::ptrdiff_t(k + m), inputs.end());
-  for (std::size_t j : fc) init.push_back(rct[j].defined() ? rct[j] : zeros_like(inputs[j]));
-  for (std::size_t j : dws) init.push_back(zeros_like(inputs[k + m + j]));
+  std::vector<Expr> seqs, consts(inputs.begin() + std::ptrdiff_t(k + m), inputs.end());
   seqs = stored;
   seqs.insert(seqs.end(), inputs.begin() + std::ptrdiff_t(k),
               inputs.begin() + std::ptrdiff_t(k + m));
   for (std::size_t j : gy) seqs.push_back(rct[k + j]);
   for (std::size_t j : gs) seqs.push_back(rct[k + q + j]);
 
+  // A constant's gradient is the sum over the steps of its per-step gradient. Where that is
+  // one matrix product a[t] . b[t] (a recurrent kernel's h[t]^T . dz[t]), the loop gives
+  // a and b per step and one product over the stacked steps sums them after the loop;
+  // otherwise the loop carries the running sum. `split[i]` says which for dws[i].
+  std::vector<bool> split(dws.size(), false);
+  bool probing = false;  // the trial trace: sets `split`
+  std::vector<DotAttrs> products(dws.size());
   auto backward = [&](const std::vector<Expr>& carry, const std::vector<Expr>& row,
                       const std::vector<Expr>& w) {
     std::vector<Expr> args(row.begin(), row.begin() + std::ptrdiff_t(k + m));
@@ -106,18 +114,76 @@ std::vector<Expr> scan_vjp(Graph& g, ValueId loop, const std::vector<std::pair<V
       if (s != gs.end()) c = add(c, row[k + m + gy.size() + std::size_t(s - gs.begin())]);
       r.carries.push_back(c);
     }
-    for (std::size_t i = 0; i < dws.size(); ++i)
-      r.carries.push_back(add(carry[fc.size() + i], grads[fc.size() + dxs.size() + i]));
+    std::size_t carried = fc.size();
+    for (std::size_t i = 0; i < dws.size(); ++i) {
+      const Expr& gw = grads[fc.size() + dxs.size() + i];
+      const Node& n = gw.graph()->node(gw.id());
+      if (probing) {  // is it one product without batch axes?
+        const auto* d = std::get_if<DotAttrs>(&n.attrs);
+        split[i] = n.op == Op::dot_general && d->lhs_batch.empty() && d->rhs_batch.empty();
+        if (split[i]) products[i] = *d;
+      }
+      if (split[i] && !probing) {
+        r.outputs.emplace_back(gw.graph(), n.inputs[0]);
+        r.outputs.emplace_back(gw.graph(), n.inputs[1]);
+      } else {
+        r.carries.push_back(add(carry[carried++], gw));
+      }
+    }
     for (std::size_t i = 0; i < dxs.size(); ++i) r.outputs.push_back(grads[fc.size() + i]);
     return r;
   };
   std::vector<Expr> result(n);
   if (fc.empty() && gy.empty()) return result;  // no cotangent enters the loop
+
+  std::vector<Expr> init;
+  for (std::size_t j : fc) init.push_back(rct[j].defined() ? rct[j] : zeros_like(inputs[j]));
+  if (!dws.empty()) {  // a trial trace of the step decides `split`
+    std::vector<TensorType> types;
+    for (const Expr& c : init) types.push_back(c.type());
+    for (std::size_t j : dws) types.push_back(inputs[k + m + j].type());
+    for (const Expr& sq : seqs) {
+      Ints dims = sq.shape().dims();
+      dims.erase(dims.begin());
+      types.push_back({sq.dtype(), Shape(dims)});
+    }
+    for (const Expr& c : consts) types.push_back(c.type());
+    const std::size_t nc = init.size() + dws.size(), ns = seqs.size();
+    probing = true;
+    trace(
+        [&](const std::vector<Expr>& in) {
+          auto at = [&](std::size_t b, std::size_t e) {
+            return std::vector<Expr>(in.begin() + std::ptrdiff_t(b),
+                                     in.begin() + std::ptrdiff_t(e));
+          };
+          ScanResult r = backward(at(0, nc), at(nc, nc + ns), at(nc + ns, in.size()));
+          std::vector<Expr> all = r.carries;
+          all.insert(all.end(), r.outputs.begin(), r.outputs.end());
+          return all;
+        },
+        types, "scan_vjp_probe");
+    probing = false;
+  }
+  for (std::size_t i = 0; i < dws.size(); ++i)
+    if (!split[i]) init.push_back(zeros_like(inputs[k + m + dws[i]]));
   ScanOptions options{!a.reverse, a.length, body.name() + "_grad"};
   ScanResult r = scan(backward, init, seqs, consts, options);
   for (std::size_t i = 0; i < fc.size(); ++i) result[fc[i]] = r.carries[i];
-  for (std::size_t i = 0; i < dws.size(); ++i) result[k + m + dws[i]] = r.carries[fc.size() + i];
-  for (std::size_t i = 0; i < dxs.size(); ++i) result[k + dxs[i]] = r.outputs[i];
+  std::size_t carried = fc.size(), out = 0;
+  for (std::size_t i = 0; i < dws.size(); ++i) {
+    if (!split[i]) {
+      result[k + m + dws[i]] = r.carries[carried++];
+      continue;
+    }
+    // Sum over the steps: the stacked axis 0 contracted too.
+    const DotAttrs& d = products[i];
+    Ints lc{0}, rc{0};
+    for (std::int64_t c : d.lhs_contract) lc.push_back(c + 1);
+    for (std::int64_t c : d.rhs_contract) rc.push_back(c + 1);
+    result[k + m + dws[i]] = dot_general(r.outputs[out], r.outputs[out + 1], lc, rc);
+    out += 2;
+  }
+  for (std::size_t i = 0; i < dxs.size(); ++i) result[k + dxs[i]] = r.outputs[out + i];
   return result;
 }
 

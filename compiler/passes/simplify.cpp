@@ -101,6 +101,7 @@ class Simplifier {
     if (ValueId r = fold(n); r != kKeep) return r;
     if (ValueId r = arithmetic(n); r != kKeep) return r;
     if (ValueId r = compose(n); r != kKeep) return r;
+    if (ValueId r = join_pads(n); r != kKeep) return r;
     return keep_reduced_axes(n, src);
   }
 
@@ -241,6 +242,47 @@ class Simplifier {
       default:
         return kKeep;
     }
+  }
+
+  // pad(a) + pad(b), zero-padded into neighbouring ranges of one axis, is one pad of
+  // concatenate(a, b): the gradient of slicing gates out of one tensor (lstm's i, f, g, o)
+  // becomes a copy of each part into place instead of a full-size pad and add per part.
+  ValueId join_pads(const Node& n) {
+    if (n.op != Op::add) return kKeep;
+    const Node* p[2] = {&node(n.inputs[0]), &node(n.inputs[1])};
+    for (const Node* q : p)
+      if (q->op != Op::pad || q->type != n.type || !is_splat_of(q->inputs[1], 0)) return kKeep;
+    const auto& a = std::get<PadAttrs>(p[0]->attrs);
+    const auto& b = std::get<PadAttrs>(p[1]->attrs);
+    if (!all_equal(a.interior, 0) || !all_equal(b.interior, 0)) return kKeep;
+    int axis = -1;
+    for (std::size_t i = 0; i < a.low.size(); ++i) {
+      if (a.low[i] < 0 || a.high[i] < 0 || b.low[i] < 0 || b.high[i] < 0) return kKeep;
+      if (a.low[i] == b.low[i] && a.high[i] == b.high[i]) continue;
+      if (axis >= 0) return kKeep;
+      axis = static_cast<int>(i);
+    }
+    if (axis < 0) return kKeep;
+    const auto d = static_cast<std::size_t>(axis);
+    std::size_t first = a.low[d] < b.low[d] ? 0 : 1;
+    const auto& lo = std::get<PadAttrs>(p[first]->attrs);
+    const auto& hi = std::get<PadAttrs>(p[1 - first]->attrs);
+    if (lo.low[d] + type(p[first]->inputs[0]).shape[axis] != hi.low[d]) return kKeep;
+    // The parts in order, an earlier join's parts spliced in.
+    std::vector<ValueId> parts;
+    for (ValueId v : {p[first]->inputs[0], p[1 - first]->inputs[0]}) {
+      const Node& part = node(v);
+      bool joined = part.op == Op::concatenate && std::get<AxisAttrs>(part.attrs).axis == axis;
+      if (joined)
+        parts.insert(parts.end(), part.inputs.begin(), part.inputs.end());
+      else
+        parts.push_back(v);
+    }
+    ValueId joined = out_.add(Op::concatenate, parts, AxisAttrs{axis});
+    PadAttrs attrs = lo;
+    attrs.high[d] = hi.high[d];
+    if (all_equal(attrs.low, 0) && all_equal(attrs.high, 0)) return joined;
+    return out_.add(Op::pad, {joined, p[0]->inputs[1]}, attrs);
   }
 
   // A reduction without keep_axes whose only use reshapes it to the keep_axes shape

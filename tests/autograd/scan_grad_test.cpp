@@ -58,5 +58,33 @@ TEST(ScanGradients, ZeroStepsPassTheFinalCarrysCotangentToTheInitialCarry) {
   EXPECT_EQ(g[2].to_vector<double>(), std::vector<double>(9, 0.0));
 }
 
+// The recurrent kernel's gradient, a product h[t]^T . dz[t] each step, is one product over
+// the stacked steps after the reverse loop, which then carries the hidden state's cotangent
+// alone; a bias, whose per-step gradient is a sum, stays a carried sum. Values: the gradient
+// checks (op_gradcheck_control_test.cpp, and second order above).
+TEST(ScanGradients, AProductGradientIsSummedByOneProductAfterTheLoop) {
+  Graph g = trace(
+      [](const Vs& in) {
+        ScanResult r = scan(
+            [](const Vs& h, const Vs& x, const Vs& p) {
+              return ScanResult{{tanh(dot(h[0], p[0]) + x[0] + p[1])}, {}};
+            },
+            {in[0]}, {in[1]}, {in[2], in[3]});
+        return gradients(sum(r.carries[0]), {in[2], in[3]});
+      },
+      {{DType::f64, {2, 3}}, {DType::f64, {5, 2, 3}}, {DType::f64, {3, 3}}, {DType::f64, {3}}});
+  std::vector<const Node*> loops;
+  for (const Node& n : g.nodes())
+    if (n.op == Op::scan && std::get<ScanAttrs>(n.attrs).body->name().ends_with("_grad"))
+      loops.push_back(&n);
+  ASSERT_FALSE(loops.empty()) << to_text(g);
+  EXPECT_EQ(std::get<ScanAttrs>(loops[0]->attrs).carries, 2) << to_text(g);  // dh, d bias
+  const Node& dw = g.node(g.outputs()[0]);
+  ASSERT_EQ(dw.op, Op::dot_general) << to_text(g);
+  EXPECT_EQ(std::get<DotAttrs>(dw.attrs).lhs_contract, (Ints{0, 1}));
+  EXPECT_EQ(g.type(dw.inputs[0]).shape, (Shape{5, 2, 3}));
+  EXPECT_EQ(g.node(g.outputs()[1]).op, Op::scan);  // the bias: a carried sum
+}
+
 }  // namespace
 }  // namespace glia::testing

@@ -242,3 +242,42 @@ TEST(Simplify, AReductionReshapedToKeepItsAxesKeepsThem) {
   EXPECT_EQ(count_ops(kept, Op::reshape), 1);
   expect_same_results(shared, kept, {x});
 }
+
+// The gradient of slicing a tensor into parts (lstm's gates): the parts' pads and adds
+// become one concatenate (no pad left when the parts tile the whole); parts that leave
+// a gap keep one pad; overlapping parts keep their add.
+TEST(Simplify, AddedPadsOfNeighbouringPartsBecomeOneConcatenate) {
+  Tensor x = glia::testing::counting({3, 8});
+  auto gates_gradient = [](std::int64_t parts, std::int64_t width) {
+    return [=](const Expr& z) {
+      Expr loss = glia::scalar(0.0, glia::DType::f32);
+      for (std::int64_t k = 0; k < parts; ++k)
+        loss = loss + glia::sum(glia::tanh(glia::slice_axis(z, k * width, width, 1)) *
+                                static_cast<double>(k + 1));
+      return glia::gradients(loss, {z})[0];
+    };
+  };
+  Graph g = traced(gates_gradient(4, 2), {glia::f32, {3, 8}});
+  Graph s = simplified(g);
+  EXPECT_EQ(count_ops(s, Op::pad), 0) << glia::to_text(s);
+  EXPECT_EQ(count_ops(s, Op::concatenate), 1) << glia::to_text(s);
+  EXPECT_EQ(count_ops(s, Op::add), 0) << glia::to_text(s);
+  expect_same_results(g, s, {x});
+  // Three parts of width 2 of 8 columns: one pad of the joined parts is left.
+  Graph partial = traced(gates_gradient(3, 2), {glia::f32, {3, 8}});
+  Graph sp = simplified(partial);
+  EXPECT_EQ(count_ops(sp, Op::pad), 1) << glia::to_text(sp);
+  expect_same_results(partial, sp, {x});
+  // Overlapping parts: the pads and the add stay.
+  Graph overlap = traced(
+      [](const Expr& z) {
+        Expr loss = glia::sum(glia::tanh(glia::slice_axis(z, 0, 5, 1))) +
+                    glia::sum(glia::slice_axis(z, 3, 5, 1) * 2.0);
+        return glia::gradients(loss, {z})[0];
+      },
+      {glia::f32, {3, 8}});
+  Graph so = simplified(overlap);
+  EXPECT_EQ(count_ops(so, Op::concatenate), 0) << glia::to_text(so);
+  EXPECT_EQ(count_ops(so, Op::add), 1) << glia::to_text(so);
+  expect_same_results(overlap, so, {x});
+}
