@@ -59,6 +59,14 @@ const std::vector<CaseInfo>& all_cases() {
        .epoch = true,
        .model = "cnn",
        .batch = 128},
+      {.name = "lstm_epoch_b128",
+       .description = "MNIST read row by row (28 steps of 28 pixels) -> lstm 128 (last step) -> "
+                      "dense 10: training epoch, batch 128",
+       .items_per_call = 60000,
+       .interp_by_default = false,
+       .epoch = true,
+       .model = "lstm",
+       .batch = 128},
       {.name = "mlp_step_compile",
        .description = "MLP training step (batch 128) on a fresh TrainStep: trace + optimize + "
                       "compile",
@@ -119,10 +127,11 @@ Expr cross_entropy(const Expr& y_true, const Expr& y_pred) {
 PreparedCase epoch_case(const CaseInfo& info, const std::string& backend,
                         const CaseContext& context) {
   check(context.data != nullptr, "bench case ", info.name, " needs the training data");
+  Model model = cli::mnist_model(info.model);
   Dataset data = context.data->train;
-  if (info.model == "cnn") data.x = data.x.reshape({data.size(), 28, 28, 1});
-  auto step = std::make_shared<TrainStep>(cli::mnist_model(info.model), cross_entropy,
-                                          optimizers::adam(1e-3), StepOptions{.backend = backend});
+  data.x = cli::inputs_for(model, data.x);  // [N, 784] as the model's input takes it
+  auto step = std::make_shared<TrainStep>(model, cross_entropy, optimizers::adam(1e-3),
+                                          StepOptions{.backend = backend});
   auto state = std::make_shared<TrainState>(step->init(0));
   auto batches = std::make_shared<Batches>(
       data, BatchOptions{.batch_size = info.batch, .shuffle = true, .seed = 0});

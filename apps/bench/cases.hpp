@@ -20,7 +20,7 @@ struct CaseInfo {
   bool interp_by_default = true;  // false where the interpreter would take minutes
   bool has_peer = true;           // LibTorch runs it too
   bool epoch = false;             // a training epoch over MNIST (--epoch-fraction applies)
-  std::string model;              // epoch cases: "mlp" or "cnn"
+  std::string model;              // epoch cases: "mlp", "cnn" or "lstm"
   std::int64_t batch = 0;         // predict and epoch cases
   // aot_* cases: the JIT case with the same model, parameters and input, run beside the
   // exported library (contender "aot") as the baseline of its ratio.

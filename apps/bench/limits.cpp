@@ -28,6 +28,9 @@ std::string gflops_text(double flops) { return cat(std::lround(flops / 1e9 * 10)
 // backward the hidden layer's gradient and both weight gradients (the input needs none).
 // CNN: its convolutions as im2col GEMMs (forward, the input gradient but for the first,
 // the weight gradient; output positions x taps x channels) and its dense layers likewise.
+// LSTM (28 steps of 28 pixels, 128 units, 4 gates): the input projection of all steps at
+// once, then per step h · W_hh forward and dgates · W_hhᵀ backward (one after another:
+// each needs the step before), the weight gradients of all steps as one product each.
 std::vector<Gemm> step_gemms(const std::string& model, std::int64_t b) {
   auto dense = [&](std::int64_t in, std::int64_t out, bool input_gradient) {
     std::vector<Gemm> g = {{b, in, out}, {in, b, out, true, false}};
@@ -39,6 +42,14 @@ std::vector<Gemm> step_gemms(const std::string& model, std::int64_t b) {
   if (model == "mlp") {
     add(dense(784, 128, false));
     add(dense(128, 10, true));
+  } else if (model == "lstm") {
+    constexpr std::int64_t kSteps = 28, kIn = 28, kUnits = 128, kGates = 4 * kUnits;
+    const std::int64_t rows = b * kSteps;  // (B*T, C)
+    add({{rows, kIn, kGates}, {kIn, rows, kGates, true, false}});
+    all.insert(all.end(), kSteps, Gemm{b, kUnits, kGates});
+    all.insert(all.end(), kSteps, Gemm{b, kGates, kUnits, false, true});
+    all.push_back({kUnits, rows, kGates, true, false});
+    add(dense(kUnits, 10, true));
   } else {
     add({{b * 26 * 26, 9, 32}, {9, b * 26 * 26, 32, true, false}});
     add({{b * 11 * 11, 288, 64},
@@ -161,10 +172,12 @@ std::optional<Bound> case_bound(const CaseInfo& info, Limits& limits) {
   if (info.epoch && limits.measures_gemms()) {
     double flops = 0;
     double seconds = epoch_gemm_seconds(info, limits, flops);
-    return Bound{seconds,
-                 cat("the steps' GEMMs", info.model == "cnn" ? " (convolutions as im2col)" : "",
-                     " at oneDNN's rate on their shapes: ", gflops_text(flops), " GFLOP at ",
-                     gflops_text(flops / seconds), " GFLOP/s")};
+    return Bound{seconds, cat("the steps' GEMMs",
+                              info.model == "cnn"    ? " (convolutions as im2col)"
+                              : info.model == "lstm" ? " (the recurrent products step by step)"
+                                                     : "",
+                              " at oneDNN's rate on their shapes: ", gflops_text(flops),
+                              " GFLOP at ", gflops_text(flops / seconds), " GFLOP/s")};
   }
   if (info.name == "mlp_predict_b10000" && limits.measures_gemms()) {
     double seconds = 0, flops = 0;

@@ -64,6 +64,25 @@ struct CnnImpl : torch::nn::Module {
 };
 TORCH_MODULE(Cnn);
 
+// The image read row by row: lstm 128 over 28 steps of 28 pixels, its last step's output
+// -> dense 10. batch_first as the data comes; a time-major input (transposed per batch,
+// strided or made contiguous) and the final hidden state instead of the output's last
+// step measured the same within the noise (LibTorch 1.13 has no oneDNN LSTM: every
+// variant runs ATen's per-step cell on OpenBLAS GEMMs).
+struct LstmImpl : torch::nn::Module {
+  LstmImpl()
+      : lstm(register_module("lstm",
+                             torch::nn::LSTM(torch::nn::LSTMOptions(28, 128).batch_first(true)))),
+        fc(register_module("fc", torch::nn::Linear(128, 10))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor out = std::get<0>(lstm(x.view({-1, 28, 28})));  // (B, T, 128)
+    return fc(out.select(1, -1));
+  }
+  torch::nn::LSTM lstm;
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(Lstm);
+
 std::string read_file(const std::string& path, std::size_t header, std::size_t bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + path);
@@ -161,6 +180,9 @@ Prepared prepare(const Args& a) {
     return epoch_case(Mlp(), a, n == "mlp_epoch_b128" ? 128 : 32);
   } else if (n == "cnn_epoch_b128") {
     return epoch_case(Cnn(), a, 128);
+  } else if (n == "lstm_epoch_b128") {
+    p = epoch_case(Lstm(), a, 128);
+    p.note = "nn::LSTM batch_first, last step's output" + (p.note.empty() ? "" : "; " + p.note);
   } else {
     throw std::runtime_error("unknown case '" + n + "'");
   }
