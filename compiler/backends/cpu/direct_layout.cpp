@@ -115,9 +115,17 @@ class PadKernel final : public CpuKernel {
       std::int64_t j = 0;
       while (j < width) {
         std::int64_t s = base < 0 ? -1 : last[static_cast<std::size_t>(j)];
-        if (s < 0) {
-          std::memcpy(row + j * es, v, static_cast<std::size_t>(es));
-          ++j;
+        if (s < 0) {  // a run of padding: the value, then copies of what is filled so far
+          std::int64_t end = j + 1;
+          while (end < width && (base < 0 || last[static_cast<std::size_t>(end)] < 0)) ++end;
+          std::byte* at = row + j * es;
+          std::memcpy(at, v, static_cast<std::size_t>(es));
+          for (std::int64_t done = 1; done < end - j;) {
+            std::int64_t n = std::min(done, end - j - done);
+            std::memcpy(at + done * es, at, static_cast<std::size_t>(n * es));
+            done += n;
+          }
+          j = end;
           continue;
         }
         // A run of consecutive input elements (no interior padding): one memcpy.
