@@ -17,6 +17,14 @@ namespace {
 struct CustomGradAnnotation : Annotation {
   std::vector<ValueId> inputs;
   CustomVjp vjp;
+  // Inlined (a loop's body in its reverse loop): the same vjp over the copied inputs. A
+  // vjp reading values of the body's own trace then fails with a clear error.
+  std::vector<ValueId> reads() const override { return inputs; }
+  std::shared_ptr<const Annotation> moved(const std::vector<ValueId>& map) const override {
+    auto copy = std::make_shared<CustomGradAnnotation>(*this);
+    for (ValueId& in : copy->inputs) in = map[static_cast<std::size_t>(in)];
+    return copy;
+  }
 };
 
 const CustomGradAnnotation* custom_of(const Graph& g, ValueId id) {

@@ -7,11 +7,13 @@
 // A constant whose per-step gradient is one matrix product a[t] . b[t] (a recurrent
 // kernel's) is not summed in the loop: the loop gives a[t] and b[t], and one product over
 // the stacked steps after it sums them (one large GEMM in place of one small one a step).
-// It reads the forward loop's stored carries c[t] (its trace results, computed by the same
-// loop) and recomputes each step's intermediates. It is itself a scan, so it differentiates
-// again (second order, nested loops).
+// It reads the forward loop's stored carries c[t] and step outputs (its trace results,
+// computed by the same loop) and recomputes each step's other intermediates. It is itself a scan,
+// so it differentiates again (second order, nested loops).
 #include <algorithm>
+#include <map>
 
+#include "glia/autograd/grad.hpp"
 #include "scan_vjp.hpp"
 #include "vjp_rules.hpp"
 
@@ -36,6 +38,19 @@ const std::vector<ValueId>* ScanGroups::at_first(ValueId id) const {
 }
 
 namespace {
+
+// Result `result` of the loop at `loop`: its existing node when the trace has one (so that
+// no equal node is made twice), else a new one.
+Expr loop_result(Graph& g, ValueId loop, const std::vector<Expr>& inputs, const ScanAttrs& a,
+                 std::int64_t result) {
+  for (std::int64_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes()[static_cast<std::size_t>(i)];
+    if (n.op == Op::scan && std::get<ScanAttrs>(n.attrs).result == result &&
+        same_loop(n, g.node(loop)))
+      return Expr(&g, static_cast<ValueId>(i));
+  }
+  return scan_result(inputs, a, result);
+}
 
 Expr plus(const Expr& a, const Expr& b) {
   if (!a.defined()) return b;
@@ -78,7 +93,7 @@ std::vector<Expr> scan_vjp(Graph& g, ValueId loop, const std::vector<std::pair<V
   // The carries each step received, from the forward loop itself.
   std::vector<Expr> stored;
   for (std::size_t j = 0; j < k; ++j)
-    stored.push_back(scan_result(inputs, a, static_cast<std::int64_t>(k + q + j)));
+    stored.push_back(loop_result(g, loop, inputs, a, static_cast<std::int64_t>(k + q + j)));
 
   std::vector<Expr> seqs, consts(inputs.begin() + std::ptrdiff_t(k + m), inputs.end());
   seqs = stored;
@@ -86,6 +101,17 @@ std::vector<Expr> scan_vjp(Graph& g, ValueId loop, const std::vector<std::pair<V
               inputs.begin() + std::ptrdiff_t(k + m));
   for (std::size_t j : gy) seqs.push_back(rct[k + j]);
   for (std::size_t j : gs) seqs.push_back(rct[k + q + j]);
+  // The body's step outputs are stored by the forward loop: the backward loop reads them
+  // instead of recomputing them (an lstm outputs its gate pre-activations for this, which
+  // spares the recurrent product). Their gradient still flows into the recomputed values,
+  // whose results nobody reads, so compiling drops that computation.
+  std::map<ValueId, std::size_t> stored_row;  // body value -> its row in `row`
+  for (std::size_t j = 0; j < q; ++j) {
+    ValueId v = body.outputs()[k + j];
+    if (body.node(v).op == Op::parameter || stored_row.count(v) != 0) continue;
+    stored_row[v] = seqs.size();
+    seqs.push_back(loop_result(g, loop, inputs, a, static_cast<std::int64_t>(k + j)));
+  }
 
   // A constant's gradient is the sum over the steps of its per-step gradient. Where that is
   // one matrix product a[t] . b[t] (a recurrent kernel's h[t]^T . dz[t]), the loop gives
@@ -98,7 +124,12 @@ std::vector<Expr> scan_vjp(Graph& g, ValueId loop, const std::vector<std::pair<V
                       const std::vector<Expr>& w) {
     std::vector<Expr> args(row.begin(), row.begin() + std::ptrdiff_t(k + m));
     args.insert(args.end(), w.begin(), w.end());
-    std::vector<Expr> outs = call(body, args);
+    std::vector<Expr> outs = call(body, args, [&](ValueId v, const Expr& copy) {
+      auto it = stored_row.find(v);
+      if (it == stored_row.end()) return copy;
+      return custom_grad(row[it->second], {copy},
+                         [](const Expr& ct) { return std::vector<Expr>{ct}; });
+    });
     std::vector<Expr> seeds(outs.size());
     for (std::size_t i = 0; i < fc.size(); ++i) seeds[fc[i]] = carry[i];
     for (std::size_t i = 0; i < gy.size(); ++i) seeds[k + gy[i]] = row[k + m + i];

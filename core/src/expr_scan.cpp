@@ -21,7 +21,8 @@ Graph& graph_of_all(const std::vector<Expr>& xs, std::string_view what) {
 
 }  // namespace
 
-std::vector<Expr> call(const Graph& fn, const std::vector<Expr>& args) {
+std::vector<Expr> call(const Graph& fn, const std::vector<Expr>& args,
+                       const CallSubstitute& substitute) {
   check(args.size() == fn.parameters().size(), "call: graph '", fn.name(), "' takes ",
         fn.parameters().size(), " inputs, got ", args.size());
   Graph& g = graph_of_all(args, "call");
@@ -39,8 +40,20 @@ std::vector<Expr> call(const Graph& fn, const std::vector<Expr>& args) {
     }
     Node copy = n;
     for (ValueId& in : copy.inputs) in = map[static_cast<std::size_t>(in)];
-    map[static_cast<std::size_t>(i)] = g.append(std::move(copy));
+    ValueId v = g.append(std::move(copy));
+    if (substitute) {
+      Expr used = substitute(static_cast<ValueId>(i), Expr(&g, v));
+      check(used.defined() && used.graph() == &g && used.type() == g.type(v),
+            "call: the substitute of %", i, " must be a value of the same trace and type");
+      v = used.id();
+    }
+    map[static_cast<std::size_t>(i)] = v;
   }
+  // Trace-time annotations (custom gradients) follow their values into the copy.
+  for (const auto& [id, annotation] : fn.annotations())
+    if (fn.node(id).op != Op::parameter)
+      if (std::shared_ptr<const Annotation> a = annotation->moved(map))
+        g.annotate(map[static_cast<std::size_t>(id)], std::move(a));
   std::vector<Expr> out;
   for (ValueId id : fn.outputs()) out.emplace_back(&g, map[static_cast<std::size_t>(id)]);
   return out;

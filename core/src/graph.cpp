@@ -100,10 +100,13 @@ Graph prune(const Graph& g) {
   std::vector<bool> live(static_cast<std::size_t>(g.size()), false);
   for (ValueId id : g.outputs()) live[static_cast<std::size_t>(id)] = true;
   for (ValueId id : g.parameters()) live[static_cast<std::size_t>(id)] = true;
-  for (std::int64_t i = g.size() - 1; i >= 0; --i)
-    if (live[static_cast<std::size_t>(i)])
-      for (ValueId in : g.nodes()[static_cast<std::size_t>(i)].inputs)
-        live[static_cast<std::size_t>(in)] = true;
+  for (std::int64_t i = g.size() - 1; i >= 0; --i) {
+    if (!live[static_cast<std::size_t>(i)]) continue;
+    for (ValueId in : g.nodes()[static_cast<std::size_t>(i)].inputs)
+      live[static_cast<std::size_t>(in)] = true;
+    if (const Annotation* a = g.annotation(static_cast<ValueId>(i)))
+      for (ValueId in : a->reads()) live[static_cast<std::size_t>(in)] = true;
+  }
   Graph out(g.name());
   std::vector<ValueId> remap(static_cast<std::size_t>(g.size()), -1);
   for (std::int64_t i = 0; i < g.size(); ++i) {
@@ -119,6 +122,10 @@ Graph prune(const Graph& g) {
     }
     remap[static_cast<std::size_t>(i)] = id;
   }
+  for (const auto& [id, annotation] : g.annotations())
+    if (remap[static_cast<std::size_t>(id)] >= 0)
+      if (std::shared_ptr<const Annotation> a = annotation->moved(remap))
+        out.annotate(remap[static_cast<std::size_t>(id)], std::move(a));
   std::vector<ValueId> outputs;
   for (ValueId id : g.outputs()) outputs.push_back(remap[static_cast<std::size_t>(id)]);
   out.set_outputs(std::move(outputs));

@@ -16,7 +16,8 @@ namespace {
 using Vs = std::vector<Expr>;
 
 // One step: (states, projected input row [N, ..., gates * units], recurrent params) -> new
-// states, the hidden state first.
+// states, the hidden state first, then the recurrent product: the loop stores it, so that
+// reverse mode reads it instead of multiplying again.
 using StepFn = std::function<Vs(const Vs& states, const Expr& projected, const Vs& params)>;
 // The hidden state times the recurrent kernel: a matrix product, or a "same" convolution.
 using ProductFn = std::function<Expr(const Expr& h, const Expr& kernel)>;
@@ -43,13 +44,14 @@ Expr gate(const Expr& z, std::int64_t k, std::int64_t units) {
 StepFn lstm_step(std::int64_t units, const RecurrentOptions& o, ProductFn product) {
   return [=, act = o.activation, rec = o.recurrent_activation](const Vs& s, const Expr& xw,
                                                                const Vs& p) {
-    Expr z = xw + product(s[0], p[0]);
+    Expr hu = product(s[0], p[0]);
+    Expr z = xw + hu;
     Expr i = activations::by_name(rec, gate(z, 0, units));
     Expr f = activations::by_name(rec, gate(z, 1, units));
     Expr g = activations::by_name(act, gate(z, 2, units));
     Expr o = activations::by_name(rec, gate(z, 3, units));
     Expr c = f * s[1] + i * g;
-    return Vs{o * activations::by_name(act, c), c};
+    return Vs{o * activations::by_name(act, c), c, hu};
   };
 }
 
@@ -61,7 +63,7 @@ StepFn gru_step(std::int64_t units, const RecurrentOptions& o) {
     Expr r = activations::by_name(rec, gate(xw, 0, units) + gate(hu, 0, units));
     Expr z = activations::by_name(rec, gate(xw, 1, units) + gate(hu, 1, units));
     Expr n = activations::by_name(act, gate(xw, 2, units) + r * gate(hu, 2, units));
-    return Vs{(1.0 - z) * n + z * s[0]};
+    return Vs{(1.0 - z) * n + z * s[0], hu};
   };
 }
 

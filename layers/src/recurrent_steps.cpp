@@ -24,15 +24,23 @@ Steps run_steps(const Expr& xw, const Vs& init, const Expr& keep, const Vs& recu
                 const std::function<Vs(const Vs&, const Expr&, const Vs&)>& step,
                 const RecurrentOptions& o) {
   // One step with its mask row: the new states, and the step's output.
+  // One step with its mask row: the new states, the step's output, and the values the step
+  // gives for reverse mode (after the states).
+  struct Step {
+    Vs states;
+    Expr out;
+    Vs kept;
+  };
   auto masked = [&](const Vs& s, const Expr& row, const Expr& k, const Vs& p) {
     Vs next = step(s, row, p);
-    Expr out = next[0];
+    Step r{Vs(next.begin(), next.begin() + std::ptrdiff_t(s.size())), next[0],
+           Vs(next.begin() + std::ptrdiff_t(s.size()), next.end())};
     if (k.defined()) {
       Expr kk = keep_against(k, next[0].rank());
-      out = select(kk, next[0], 0.0);
-      for (std::size_t j = 0; j < next.size(); ++j) next[j] = select(kk, next[j], s[j]);
+      r.out = select(kk, next[0], 0.0);
+      for (std::size_t j = 0; j < s.size(); ++j) r.states[j] = select(kk, next[j], s[j]);
     }
-    return std::pair{next, out};
+    return r;
   };
   const std::int64_t steps = xw.dim(0);
   Steps r;
@@ -42,10 +50,9 @@ Steps run_steps(const Expr& xw, const Vs& init, const Expr& keep, const Vs& recu
     for (std::int64_t i = 0; i < steps; ++i) {
       const std::int64_t t = o.reverse ? steps - 1 - i : i;
       auto row_of = [t](const Expr& x) { return squeeze(slice_axis(x, t, 1, 0), {0}); };
-      auto [next, out] =
-          masked(states, row_of(xw), keep.defined() ? row_of(keep) : Expr(), recurrent);
-      states = next;
-      rows[static_cast<std::size_t>(t)] = out;
+      Step next = masked(states, row_of(xw), keep.defined() ? row_of(keep) : Expr(), recurrent);
+      states = next.states;
+      rows[static_cast<std::size_t>(t)] = next.out;
     }
     r.finals = states;
     if (o.return_sequences) {
@@ -59,8 +66,10 @@ Steps run_steps(const Expr& xw, const Vs& init, const Expr& keep, const Vs& recu
   if (keep.defined()) sequences.push_back(keep);
   ScanResult s = scan(
       [&](const Vs& c, const Vs& row, const Vs& p) {
-        auto [next, out] = masked(c, row[0], row.size() > 1 ? row[1] : Expr(), p);
-        return ScanResult{next, o.return_sequences ? Vs{out} : Vs{}};
+        Step next = masked(c, row[0], row.size() > 1 ? row[1] : Expr(), p);
+        Vs outputs = o.return_sequences ? Vs{next.out} : Vs{};
+        outputs.insert(outputs.end(), next.kept.begin(), next.kept.end());
+        return ScanResult{next.states, outputs};
       },
       init, sequences, recurrent, {.reverse = o.reverse, .name = "recurrent_step"});
   r.finals = s.carries;

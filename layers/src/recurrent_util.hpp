@@ -17,7 +17,8 @@ struct Steps {
 };
 
 // Runs `step(states, row, recurrent)` over xw [T, N, ..., G] (every step's projected input)
-// from `init`. `keep` [T, N] bool (or undefined: all steps): a step it drops leaves the
+// from `init`. The step returns the new states, then values the loop stores for reverse
+// mode only. `keep` [T, N] bool (or undefined: all steps): a step it drops leaves the
 // states as they are and outputs zeros.
 Steps run_steps(
     const Expr& xw, const std::vector<Expr>& init, const Expr& keep,

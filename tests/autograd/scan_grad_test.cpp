@@ -86,5 +86,58 @@ TEST(ScanGradients, AProductGradientIsSummedByOneProductAfterTheLoop) {
   EXPECT_EQ(g.node(g.outputs()[1]).op, Op::scan);  // the bias: a carried sum
 }
 
+// h' = tanh(z + x) with z = h . w also a step output: reverse mode reads the stored z.
+Expr loss_with_kept_product(const Vs& in) {
+  ScanResult r = scan(
+      [](const Vs& h, const Vs& x, const Vs& w) {
+        Expr z = dot(h[0], w[0]);
+        return ScanResult{{tanh(z + x[0])}, {z}};
+      },
+      {in[0]}, {in[1]}, {in[2]});
+  return sum(r.carries[0] * r.carries[0]);
+}
+
+// The backward loop takes the stored product as a row: after pruning, its body multiplies
+// once (the hidden state's cotangent), not twice; first and second order stay exact.
+TEST(ScanGradients, StoredStepOutputsAreReadNotRecomputed) {
+  Graph g = trace([](const Vs& in) { return gradients(loss_with_kept_product(in), {in[0]}); },
+                  {{DType::f64, {2, 3}}, {DType::f64, {4, 2, 3}}, {DType::f64, {3, 3}}});
+  const Graph* backward = nullptr;
+  for (const Node& n : g.nodes())
+    if (n.op == Op::scan && std::get<ScanAttrs>(n.attrs).body->name().ends_with("_grad"))
+      backward = &*std::get<ScanAttrs>(n.attrs).body;
+  ASSERT_NE(backward, nullptr) << to_text(g);
+  int products = 0;
+  for (const Node& n : prune(*backward).nodes()) products += n.op == Op::dot_general;
+  EXPECT_EQ(products, 1) << to_text(prune(*backward));
+  std::vector<Tensor> at{random_tensor({2, 3}, -1, 1, 71), random_tensor({4, 2, 3}, -1, 1, 72),
+                         random_tensor({3, 3}, -0.7, 0.7, 73)};
+  expect_gradients_match(loss_with_kept_product, at);
+  Tensor v = random_tensor({3, 3}, -1, 1, 74);
+  expect_gradients_match(
+      [v](const Vs& in) {
+        return sum(gradients(loss_with_kept_product(in), {in[2]})[0] * Expr(v));
+      },
+      at, {.eps = 1e-6, .tolerance = 1e-5});
+}
+
+// A custom gradient inside a loop's body holds in the reverse loop (which inlines the
+// body): here 3x the true gradient, where dropping it would give zeros.
+TEST(ScanGradients, CustomGradientsInTheBodyHold) {
+  Tensor xs = random_tensor({5, 2}, -1, 1, 75);
+  std::vector<Tensor> g = analytic_gradients(
+      [](const Vs& in) {
+        ScanResult r = scan(
+            [](const Vs& c, const Vs& x, const Vs&) {
+              Expr y = custom_grad(x[0] * 1.0, {x[0]}, [](const Expr& ct) { return Vs{ct * 3.0}; });
+              return ScanResult{{c[0] + y}, {}};
+            },
+            {zeros({2}, DType::f64)}, {in[0]}, {});
+        return sum(r.carries[0]);
+      },
+      {xs}, {true});
+  EXPECT_EQ(g[0].to_vector<double>(), std::vector<double>(10, 3.0));
+}
+
 }  // namespace
 }  // namespace glia::testing

@@ -62,3 +62,28 @@ TEST(CpuScan, OptimizedGraphsKeepTheirLoops) {
 
 }  // namespace
 }  // namespace glia::testing
+
+namespace glia::testing {
+namespace {
+
+// Equal result nodes of one loop, as traced (no CSE): each gets the result's value.
+TEST(CpuScan, EqualResultNodesEachGetTheValue) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  Graph g = trace(
+      [](const Vs& in) {
+        ScanResult r = scan(
+            [](const Vs& c, const Vs& x, const Vs&) {
+              return ScanResult{{c[0] + x[0]}, {c[0] * x[0]}};
+            },
+            {in[0]}, {in[1]}, {});
+        Expr again = scan_result({in[0], in[1]}, std::get<ScanAttrs>(r.outputs[0].node().attrs), 1);
+        return Vs{r.carries[0], r.outputs[0], again * 2.0};
+      },
+      {{f32, {3}}, {f32, {4, 3}}});
+  auto exe =
+      expect_cpu_matches_interp(g, {seeded({3}, f32, -1, 1, 9), seeded({4, 3}, f32, -1, 1, 10)});
+  EXPECT_EQ(exe->program().specs<ScanSpec>().size(), 1u) << exe->describe();
+}
+
+}  // namespace
+}  // namespace glia::testing

@@ -18,6 +18,9 @@ class ScanKernel final : public CpuKernel {
     body_ = compile_graph(body, "cpu");
     for (ValueId in : spec.operands) types_.push_back(graph.type(in));
     for (ValueId p : body.parameters()) steps_.push_back(body.type(p));
+    for (const auto& [r, v] : spec.results)
+      result_bytes_.push_back(static_cast<std::size_t>(graph.type(v).shape.numel()) *
+                              dtype_size(graph.type(v).dtype));
   }
 
   void run(RunContext& ctx) const override {
@@ -30,7 +33,15 @@ class ScanKernel final : public CpuKernel {
         args[i] = Tensor::borrow(types_[i].dtype, types_[i].shape, ctx.at(spec_.operands[i]));
     // Where each result goes (null: not computed), by result index.
     std::vector<std::byte*> to(2 * k + q, nullptr);
-    for (const auto& [r, v] : spec_.results) to[static_cast<std::size_t>(r)] = ctx.at(v);
+    // Equal result nodes (not merged by CSE) get copies of the first one's value.
+    std::vector<std::pair<std::byte*, std::size_t>> copies;  // (destination, result index)
+    for (const auto& [r, v] : spec_.results) {
+      std::byte*& dst = to[static_cast<std::size_t>(r)];
+      if (dst == nullptr)
+        dst = ctx.at(v);
+      else if (dst != ctx.at(v))
+        copies.emplace_back(ctx.at(v), static_cast<std::size_t>(r));
+    }
     for (std::int64_t s = 0; s < attrs_.length; ++s) {
       const std::int64_t t = attrs_.reverse ? attrs_.length - 1 - s : s;
       for (std::size_t j = k; j < k + m; ++j) {
@@ -52,6 +63,11 @@ class ScanKernel final : public CpuKernel {
     for (std::size_t j = 0; j < k; ++j)
       if (to[j] != nullptr && to[j] != args[j].raw_data())
         std::memcpy(to[j], args[j].raw_data(), args[j].nbytes());
+    for (const auto& [dst, r] : copies) {
+      std::size_t i = 0;  // the result's size, from its first entry
+      while (static_cast<std::size_t>(spec_.results[i].first) != r) ++i;
+      std::memcpy(dst, to[r], result_bytes_[i]);
+    }
   }
 
   std::string describe() const override {
@@ -63,8 +79,9 @@ class ScanKernel final : public CpuKernel {
   ScanSpec spec_;
   ScanAttrs attrs_;
   std::unique_ptr<Executable> body_;
-  std::vector<TensorType> types_;  // the loop's inputs
-  std::vector<TensorType> steps_;  // the body's parameters
+  std::vector<TensorType> types_;          // the loop's inputs
+  std::vector<TensorType> steps_;          // the body's parameters
+  std::vector<std::size_t> result_bytes_;  // by entry of spec_.results
 };
 
 }  // namespace

@@ -31,6 +31,13 @@ struct Node {
 // gradients). It does not enter verification, the text dump or the fingerprint.
 struct Annotation {
   virtual ~Annotation() = default;
+  // The values it refers to (a custom gradient's inputs): prune keeps them.
+  virtual std::vector<ValueId> reads() const { return {}; }
+  // The annotation for a copy of its value in another graph (prune, or call() inlining a
+  // graph), where value v of this graph is map[v]; null: it does not carry over.
+  virtual std::shared_ptr<const Annotation> moved(const std::vector<ValueId>& /*map*/) const {
+    return nullptr;
+  }
 };
 
 class Graph {
@@ -75,8 +82,9 @@ class Graph {
 void verify(const Graph& graph);
 
 // Dead-code elimination: a copy of the graph without the nodes its outputs do not
-// depend on (parameters always stay, so the signature is unchanged). Annotations are
-// trace-time information and are not carried over.
+// depend on (parameters always stay, so the signature is unchanged). Annotations carry
+// over, with the values they read (a loop's body keeps its custom gradients); the
+// compiler's passes drop them.
 Graph prune(const Graph& graph);
 
 // One node a line, like Nx's expression dump:

@@ -47,8 +47,12 @@ Expr scan_result(const std::vector<Expr>& inputs, ScanAttrs attrs, std::int64_t 
 bool same_loop(const Node& a, const Node& b);
 
 // Inlines the graph `fn` into the trace of `args`, its parameters replaced by `args` (of
-// the parameters' types); returns its outputs.
-std::vector<Expr> call(const Graph& fn, const std::vector<Expr>& args);
+// the parameters' types); returns its outputs. `substitute` (optional) sees each copied
+// value with the id it has in `fn`, and returns what the copy's users read instead (or
+// the copy itself).
+using CallSubstitute = std::function<Expr(ValueId in_fn, const Expr& copy)>;
+std::vector<Expr> call(const Graph& fn, const std::vector<Expr>& args,
+                       const CallSubstitute& substitute = {});
 
 // The types of every result of a loop, in result order; glia::Error when the inputs do
 // not fit the body.
