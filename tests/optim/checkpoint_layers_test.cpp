@@ -51,12 +51,12 @@ Model spatial_model() {
 Model volume_model() {
   Model s = input("s", {-1, 8, 3});
   Model v = input("v", {-1, 3, 3, 3, 2});
-  return concatenate({flatten(conv(s, 4, {.kernel_size = {3}})),
-                      flatten(separable_conv3d(v, 3, 1, {.kernel_size = {2}})),
-                      flatten(multi_head_attention(s, 3, {.causal = true})),
-                      flatten(lstm(s, 2, {.reverse = true, .mask = mask(s, 0.5)})),
-                      final_state(gru(s, 3)).hidden,
-                      flatten(conv_lstm(v, 2, {.kernel_size = {2}, .recurrent = {.reverse = true}}))});
+  return concatenate(
+      {flatten(conv(s, 4, {.kernel_size = {3}})),
+       flatten(separable_conv3d(v, 3, 1, {.kernel_size = {2}})),
+       flatten(multi_head_attention(s, 3, {.causal = true})),
+       flatten(lstm(s, 2, {.reverse = true, .mask = mask(s, 0.5)})), final_state(gru(s, 3)).hidden,
+       flatten(conv_lstm(v, 2, {.kernel_size = {2}, .recurrent = {.reverse = true}}))});
 }
 
 std::vector<Model> all_models() { return {linear_model(), spatial_model(), volume_model()}; }

@@ -1,75 +1,22 @@
 // The training loop: event order, filters, halting, early stopping and LR reduction on
-// scripted metrics, validation, metric aggregation, progress output, checkpoints and the
-// evaluator. The optimizer and loss are written here so these tests stand alone.
+// scripted metrics, validation, metric aggregation, checkpoints and the evaluator
+// (progress output: loop_progress_test.cpp). The optimizer and loss are written here so these tests
+// stand alone.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <regex>
 #include <sstream>
 
-#include "glia/layers/linear.hpp"
-#include "glia/optim/loop.hpp"
+#include "optim/loop_test_util.hpp"
 
 namespace glia {
 namespace {
 
+using namespace loop_testing;  // NOLINT
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-
-Transformation local_sgd(double lr) {
-  return {[](const ExprParamMap&) { return OptState{}; },
-          [lr](const ExprParamMap& g, const OptState& s, const ExprParamMap&) {
-            ExprParamMap u;
-            for (const auto& [layer, m] : g)
-              for (const auto& [name, e] : m) u[layer][name] = e * -lr;
-            return std::pair{u, s};
-          }};
-}
-
-Expr mse(const Expr& y, const Expr& p) { return mean(square(p - y)); }
-Expr mean_target(const Expr& y, const Expr&) { return mean(y); }
-Expr rows(const Expr& y, const Expr&) { return sum(y * 0.0 + 1.0); }
-
-// `count` batches of 4 examples of y = x0 - x1, with batch k's targets shifted by k so
-// per-batch values differ.
-std::vector<Batch> make_batches(int count) {
-  std::vector<Batch> out;
-  for (int k = 0; k < count; ++k) {
-    std::vector<float> x, y;
-    for (int i = 0; i < 4; ++i) {
-      float a = static_cast<float>(i) * 0.5f - 1, b = static_cast<float>(k) * 0.25f - 0.5f;
-      x.insert(x.end(), {a, b});
-      y.push_back(a - b + static_cast<float>(k));
-    }
-    out.push_back({Tensor::from<float>(x, Shape{4, 2}), Tensor::from<float>(y, Shape{4, 1})});
-  }
-  return out;
-}
-
-Model linear_model() { return dense(input("x", {-1, 2}), 1); }
-
-Loop quiet_trainer(TrainerOptions o = {}) {
-  o.progress = ProgressMode::off;
-  return trainer(linear_model(), mse, local_sgd(0.05), o);
-}
-
-std::string label(Event e, const LoopState& s) {
-  return std::string(event_name(e)) + " " + std::to_string(s.epoch) + ":" +
-         std::to_string(s.iteration);
-}
-
-// Records every event as "name epoch:iteration".
-void record_all(Loop& loop, std::vector<std::string>& log) {
-  for (Event e :
-       {Event::started, Event::epoch_started, Event::iteration_started, Event::iteration_completed,
-        Event::epoch_completed, Event::epoch_halted, Event::completed})
-    loop.handle(e, [&log, e](LoopState& s) {
-      log.push_back(label(e, s));
-      return HandlerResult::continue_;
-    });
-}
 
 TEST(Loop, EventOrderForTwoEpochsOfThreeBatches) {
   Loop loop = quiet_trainer();
@@ -290,60 +237,6 @@ TEST(Loop, MetricsAreRunningAveragesOrSumsOverTheEpoch) {
   EXPECT_LT(s.history[1].at("loss"), s.history[0].at("loss"));
   EXPECT_THAT([&] { loop.metric("loss", rows); },
               ThrowsMessage<Error>(HasSubstr("'loss' is the loop's own loss")));
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-std::string g4(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
-TEST(Loop, ProgressLinesWhenNotATerminal) {
-  std::ostringstream out;
-  Loop loop = trainer(
-      linear_model(), mse, local_sgd(0.05),
-      {.metrics = {{"target", mean_target}}, .output = &out, .progress = ProgressMode::lines});
-  LoopState s = loop.run(make_batches(20), {.epochs = 2});
-  std::vector<std::string> lines = lines_of(out.str());
-  // Every 10% of the epoch (batches 2, 4, ..., 18), then the epoch's line, per epoch.
-  ASSERT_EQ(lines.size(), 20u) << out.str();
-  std::regex periodic(R"(Epoch (\d)/2 (\d+)/20 loss \S+ target \S+ \d+ samples/s ETA \d\d:\d\d)");
-  for (int e = 0; e < 2; ++e) {
-    for (int i = 0; i < 9; ++i) {
-      const std::string& l = lines[static_cast<std::size_t>(e * 10 + i)];
-      std::smatch m;
-      ASSERT_TRUE(std::regex_match(l, m, periodic)) << l;
-      EXPECT_EQ(m[1], std::to_string(e + 1));
-      EXPECT_EQ(m[2], std::to_string(2 * (i + 1)));
-    }
-    std::string end = lines[static_cast<std::size_t>(e * 10 + 9)];
-    std::string head = "Epoch " + std::to_string(e + 1) + "/2 20/20 loss " +
-                       g4(s.history[e].at("loss")) + " target " + g4(s.history[e].at("target"));
-    EXPECT_EQ(end.substr(0, head.size()), head) << end;
-    EXPECT_TRUE(std::regex_match(end.substr(head.size()), std::regex(R"( \d+ samples/s \d+\.\ds)")))
-        << end;
-  }
-  EXPECT_EQ(out.str().find('\r'), std::string::npos);
-}
-
-TEST(Loop, ProgressBarOnATerminal) {
-  std::ostringstream out;
-  Loop loop = trainer(linear_model(), mse, local_sgd(0.05),
-                      {.output = &out, .progress = ProgressMode::bar});
-  loop.run(make_batches(3), {.epochs = 1});
-  std::string text = out.str();
-  EXPECT_EQ(text.substr(0, 16), "\rEpoch 1/1 [====");  // batch 1 of 3: 10 of 30 columns
-  EXPECT_THAT(text, HasSubstr("\rEpoch 1/1 [" + std::string(30, '=') + "] 3/3 loss "));
-  EXPECT_THAT(text, HasSubstr("ETA 00:00"));
-  EXPECT_EQ(text.back(), '\n');
-  EXPECT_EQ(lines_of(text).size(), 1u);  // one line, redrawn
 }
 
 TEST(Loop, LogCheckpointAndMaxIterations) {
