@@ -125,6 +125,9 @@ Subgraph::Subgraph(std::shared_ptr<const Graph> g) : graph(std::move(g)) {
 bool operator==(const Subgraph& a, const Subgraph& b) {
   if (a.graph == b.graph) return true;
   if (!a.graph || !b.graph || a.fingerprint != b.fingerprint) return false;
+  // Annotations (custom gradients) are closures, which cannot be compared: bodies with
+  // them equal only themselves, so that no loop takes another's gradient.
+  if (!a.graph->annotations().empty() || !b.graph->annotations().empty()) return false;
   return same_structure(*a.graph, *b.graph);
 }
 

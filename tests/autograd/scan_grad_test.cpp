@@ -141,3 +141,34 @@ TEST(ScanGradients, CustomGradientsInTheBodyHold) {
 
 }  // namespace
 }  // namespace glia::testing
+
+namespace glia::testing {
+namespace {
+
+// Two loops of one structure over the same inputs, one with a custom gradient in its body:
+// each keeps its own gradient (3 and 0), not merged into one loop.
+TEST(ScanGradients, LoopsDifferingInACustomGradientStayApart) {
+  auto loop = [](const Expr& xs, const Expr& init, bool custom) {
+    return scan(
+               [custom](const Vs& c, const Vs& x, const Vs&) {
+                 Expr y = x[0] * 1.0;
+                 if (custom)
+                   y = custom_grad(y, {x[0]}, [](const Expr& ct) { return Vs{ct * 3.0}; });
+                 else
+                   y = stop_grad(y);  // the same nodes, without the annotation
+                 return ScanResult{{c[0] + y}, {}};
+               },
+               {init}, {xs}, {})
+        .carries[0];
+  };
+  std::vector<Tensor> g = analytic_gradients(
+      [&](const Vs& in) {
+        Expr init = zeros({2}, DType::f64);  // one node: the loops share every input
+        return sum(loop(in[0], init, true)) + sum(loop(in[0], init, false)) * 10.0;
+      },
+      {random_tensor({4, 2}, -1, 1, 76)}, {true});
+  EXPECT_EQ(g[0].to_vector<double>(), std::vector<double>(8, 3.0));
+}
+
+}  // namespace
+}  // namespace glia::testing
