@@ -136,4 +136,41 @@ Expr connectionist_temporal_classification(const Expr& y_true, const Expr& y_pre
   return detail::as(result, y_pred.dtype());
 }
 
+Expr impl::ctc(const Expr& y_true, const Expr& y_pred, const CtcOptions& o) {
+  check(y_true.defined() && is_integer(y_true.dtype()) && y_true.rank() == 2 && y_true.dim(1) >= 2,
+        "ctc: y_true ", y_true.defined() ? y_true.type().to_string() : "undefined",
+        " must be integer [batch, 2 + max_label_length]: input length, label length, labels ",
+        "(losses::ctc_targets packs them)");
+  const std::int64_t batch = y_true.dim(0), labels = y_true.dim(1) - 2;
+  auto column = [&](std::int64_t c) { return reshape(slice_axis(y_true, c, 1, 1), {batch}); };
+  return connectionist_temporal_classification(slice_axis(y_true, 2, labels, 1), y_pred, column(0),
+                                               column(1), o);
+}
+
+Tensor ctc_targets(const Tensor& input_lengths, const Tensor& label_lengths, const Tensor& labels) {
+  auto integer_rank = [](const Tensor& t, int rank, const char* what) {
+    check(is_integer(t.dtype()) && t.rank() == rank, "ctc_targets: ", what, " ",
+          t.type().to_string(), " must be an integer tensor of rank ", rank);
+  };
+  integer_rank(input_lengths, 1, "input_lengths");
+  integer_rank(label_lengths, 1, "label_lengths");
+  integer_rank(labels, 2, "labels");
+  const std::int64_t batch = labels.shape()[0], width = labels.shape()[1];
+  check(input_lengths.shape()[0] == batch && label_lengths.shape()[0] == batch,
+        "ctc_targets: input_lengths ", input_lengths.type().to_string(), " and label_lengths ",
+        label_lengths.type().to_string(), " need one entry per row of labels ",
+        labels.type().to_string());
+  std::vector<std::int64_t> in = input_lengths.cast(DType::i64).to_vector<std::int64_t>();
+  std::vector<std::int64_t> len = label_lengths.cast(DType::i64).to_vector<std::int64_t>();
+  std::vector<std::int64_t> lab = labels.cast(DType::i64).to_vector<std::int64_t>();
+  std::vector<std::int64_t> packed;
+  packed.reserve(static_cast<std::size_t>(batch * (width + 2)));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    packed.push_back(in[static_cast<std::size_t>(b)]);
+    packed.push_back(len[static_cast<std::size_t>(b)]);
+    packed.insert(packed.end(), lab.begin() + b * width, lab.begin() + (b + 1) * width);
+  }
+  return Tensor::from(packed, Shape{batch, width + 2});
+}
+
 }  // namespace glia::losses

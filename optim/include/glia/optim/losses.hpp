@@ -124,4 +124,18 @@ Expr connectionist_temporal_classification(const Expr& y_true, const Expr& y_pre
                                            const Expr& input_lengths, const Expr& label_lengths,
                                            const CtcOptions& o = {});
 
+// CTC as a training loop's (y_true, y_pred) loss, the lengths travelling with the labels
+// as Axon's {lengths, labels} target does: y_true is integer [batch, 2 + max_label_length],
+// column 0 each example's input length, column 1 its label length, then its labels
+// (ctc_targets packs them).
+//   Dataset d{.x = features, .y = losses::ctc_targets(input_lengths, label_lengths, labels)};
+//   Loop loop = trainer(model, losses::ctc, optimizers::adam(1e-3));
+namespace impl {
+Expr ctc(const Expr& y_true, const Expr& y_pred, const CtcOptions& o);
+}
+inline constexpr PairFunction<CtcOptions, &impl::ctc> ctc{};
+// [batch, 2 + max_label_length] i64 from input lengths [batch], label lengths [batch] and
+// labels [batch, max_label_length] (integer tensors); glia::Error on other shapes.
+Tensor ctc_targets(const Tensor& input_lengths, const Tensor& label_lengths, const Tensor& labels);
+
 }  // namespace glia::losses
