@@ -164,7 +164,53 @@ Cell dense_cell(std::string type, int gates, int states, std::int64_t units) {
   return cell;
 }
 
+// A cell's step on one row: the input projection, then `step` (its kept values dropped).
+std::vector<Expr> cell_step(const Expr& xw, const std::vector<Expr>& states, const StepFn& step,
+                            const Vs& recurrent) {
+  Vs next = step(states, xw, recurrent);
+  return Vs(next.begin(), next.begin() + std::ptrdiff_t(states.size()));
+}
+
+// The units of a cell's states (and the check that there are `count` of them).
+std::int64_t cell_units(const char* type, const std::vector<Expr>& states, std::size_t count) {
+  check(states.size() == count, type, ": expected ", count, " state(s), got ", states.size());
+  check(states[0].defined() && states[0].rank() >= 2, type,
+        ": the hidden state must be [batch, ..., units]");
+  return states[0].dim(states[0].rank() - 1);
+}
+
+Expr with_bias(const Expr& xw, const CellParams& p) { return p.bias.defined() ? xw + p.bias : xw; }
+
 }  // namespace
+
+std::vector<Expr> lstm_cell(const Expr& x, const std::vector<Expr>& states, const CellParams& p,
+                            const RecurrentOptions& o) {
+  std::int64_t units = cell_units("lstm_cell", states, 2);
+  StepFn step = lstm_step(units, o, [](const Expr& h, const Expr& u) { return dot(h, u); });
+  return cell_step(with_bias(dot(x, p.kernel), p), states, step, {p.recurrent_kernel});
+}
+
+std::vector<Expr> gru_cell(const Expr& x, const std::vector<Expr>& states, const CellParams& p,
+                           const RecurrentOptions& o) {
+  std::int64_t units = cell_units("gru_cell", states, 1);
+  RecurrentOptions with = o;
+  with.use_bias = p.recurrent_bias.defined();
+  Vs recurrent{p.recurrent_kernel};
+  if (with.use_bias) recurrent.push_back(p.recurrent_bias);
+  return cell_step(with_bias(dot(x, p.kernel), p), states, gru_step(units, with), recurrent);
+}
+
+std::vector<Expr> conv_lstm_cell(const Expr& x, const std::vector<Expr>& states,
+                                 const CellParams& p, const ConvLstmOptions& co) {
+  const char* type = "conv_lstm_cell";
+  ConvLayerOptions in_conv{.strides = co.strides, .padding = co.padding};
+  ConvLayerOptions rec_conv{.padding = "same"};
+  StepFn step = lstm_step(
+      cell_units(type, states, 2), co.recurrent,
+      [=](const Expr& h, const Expr& u) { return detail::conv_forward(type, h, u, rec_conv, 1); });
+  Expr xw = detail::conv_forward(type, x, p.kernel, in_conv, 1);
+  return cell_step(with_bias(xw, p), states, step, {p.recurrent_kernel});
+}
 
 Model lstm(const Model& x, std::int64_t units, const RecurrentOptions& o,
            const RecurrentState& initial) {

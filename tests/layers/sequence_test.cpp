@@ -225,5 +225,48 @@ TEST(SequenceLayers, JsonRoundTrip) {
   for (const char* head : {"dec", "cell"}) EXPECT_TRUE(allclose(a[head], b[head], 0, 0)) << head;
 }
 
+// A loop written by hand with the cells equals the layers on the same parameters.
+TEST(Cells, StepByStepEqualTheLayers) {
+  const std::int64_t N = 2, T = 4, F = 3, H = 2;
+  for (const std::string type : {"lstm", "gru", "conv_lstm"}) {
+    SCOPED_TRACE(type);
+    const bool conv = type == "conv_lstm";
+    Shape xs = conv ? Shape{N, T, 5, F} : Shape{N, T, F};
+    Model x = input("x", xs.dims());
+    RecurrentOptions o{.bias_initializer = initializers::uniform(0.5), .name = "r"};
+    Model m = type == "lstm"  ? lstm(x, H, o)
+              : type == "gru" ? gru(x, H, o)
+                              : conv_lstm(x, H, {.kernel_size = {3}, .recurrent = o});
+    ModelState s = build(m).init({{"x", {DType::f32, xs}}}, 5);
+    Tensor in = random_f32(xs, 81);
+    const auto& p = s.params.at("r");
+    Graph g = trace(
+        [&](const std::vector<Expr>& v) {
+          CellParams cp{Expr(p.at("kernel")), Expr(p.at("recurrent_kernel")), Expr(p.at("bias"))};
+          if (type == "gru") cp.recurrent_bias = Expr(p.at("recurrent_bias"));
+          Shape state = conv ? Shape{N, 5, H} : Shape{N, H};
+          std::vector<Expr> states{zeros(state)};
+          if (type != "gru") states.push_back(zeros(state));
+          std::vector<Expr> rows;
+          for (std::int64_t t = 0; t < T; ++t) {
+            Expr row = squeeze(slice_axis(v[0], t, 1, 1), {1});
+            states = type == "lstm"  ? lstm_cell(row, states, cp)
+                     : type == "gru" ? gru_cell(row, states, cp)
+                                     : conv_lstm_cell(row, states, cp, {.kernel_size = {3}});
+            rows.push_back(states[0]);
+          }
+          return std::vector<Expr>{stack(rows, 1)};
+        },
+        {in.type()});
+    expect_near(interpret(g, std::vector<Tensor>{in})[0], build(m).predict(s, in), "cells");
+  }
+  EXPECT_THAT(
+      [] {
+        trace([](const std::vector<Expr>& v) { return lstm_cell(v[0], {v[1]}, {}); },
+              {{DType::f32, {1, 2}}, {DType::f32, {1, 3}}});
+      },
+      ThrowsMessage<Error>(HasSubstr("lstm_cell: expected 2 state(s), got 1")));
+}
+
 }  // namespace
 }  // namespace glia

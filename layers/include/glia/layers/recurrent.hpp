@@ -71,6 +71,21 @@ struct ConvLstmOptions {
 Model conv_lstm(const Model& x, std::int64_t filters, const ConvLstmOptions& options = {},
                 const RecurrentState& initial = {});
 
+// One step of a cell on Exprs (Axon's lstm_cell, gru_cell, conv_lstm_cell), for loops
+// written by hand: x [batch, features] (conv_lstm: [batch, spatial..., channels]), the
+// states (lstm: {hidden, cell}; gru: {hidden}) and the parameters as the layers name and
+// shape them (bias undefined: none; recurrent_bias: gru only). Returns the new states,
+// the hidden state first. `options` gives the activations (and conv_lstm's convolution).
+struct CellParams {
+  Expr kernel, recurrent_kernel, bias, recurrent_bias;
+};
+std::vector<Expr> lstm_cell(const Expr& x, const std::vector<Expr>& states, const CellParams& p,
+                            const RecurrentOptions& options = {});
+std::vector<Expr> gru_cell(const Expr& x, const std::vector<Expr>& states, const CellParams& p,
+                           const RecurrentOptions& options = {});
+std::vector<Expr> conv_lstm_cell(const Expr& x, const std::vector<Expr>& states,
+                                 const CellParams& p, const ConvLstmOptions& options = {});
+
 // The final states of a recurrent layer (lstm, gru, conv_lstm) as models: the hidden state
 // (the last step's output) and, for the lstms, the cell. With `reverse`, the states after
 // the first step; with a mask, after each sequence's last real step. For a decoder that
