@@ -39,19 +39,6 @@ const std::vector<ValueId>* ScanGroups::at_first(ValueId id) const {
 
 namespace {
 
-// Result `result` of the loop at `loop`: its existing node when the trace has one (so that
-// no equal node is made twice), else a new one.
-Expr loop_result(Graph& g, ValueId loop, const std::vector<Expr>& inputs, const ScanAttrs& a,
-                 std::int64_t result) {
-  for (std::int64_t i = 0; i < g.size(); ++i) {
-    const Node& n = g.nodes()[static_cast<std::size_t>(i)];
-    if (n.op == Op::scan && std::get<ScanAttrs>(n.attrs).result == result &&
-        same_loop(n, g.node(loop)))
-      return Expr(&g, static_cast<ValueId>(i));
-  }
-  return scan_result(inputs, a, result);
-}
-
 Expr plus(const Expr& a, const Expr& b) {
   if (!a.defined()) return b;
   return b.defined() ? add(a, b) : a;
@@ -90,13 +77,23 @@ std::vector<Expr> scan_vjp(Graph& g, ValueId loop, const std::vector<std::pair<V
   for (std::size_t j = 0; j < p; ++j)
     if (wanted[k + m + j] && is_f(k + m + j)) dws.push_back(j);
 
-  // The carries each step received, from the forward loop itself.
-  std::vector<Expr> stored;
-  for (std::size_t j = 0; j < k; ++j)
-    stored.push_back(loop_result(g, loop, inputs, a, static_cast<std::int64_t>(k + q + j)));
+  // Results of the forward loop, its existing nodes where the trace has them (so that no
+  // equal node is made twice).
+  std::map<std::int64_t, ValueId> existing;
+  for (std::int64_t i = 0; i < g.size(); ++i) {
+    const Node& other = g.nodes()[static_cast<std::size_t>(i)];
+    if (same_loop(other, node))
+      existing.emplace(std::get<ScanAttrs>(other.attrs).result, static_cast<ValueId>(i));
+  }
+  auto forward_result = [&](std::size_t r) {
+    auto it = existing.find(static_cast<std::int64_t>(r));
+    return it != existing.end() ? Expr(&g, it->second)
+                                : scan_result(inputs, a, static_cast<std::int64_t>(r));
+  };
 
+  // The carries each step received, from the forward loop itself.
   std::vector<Expr> seqs, consts(inputs.begin() + std::ptrdiff_t(k + m), inputs.end());
-  seqs = stored;
+  for (std::size_t j = 0; j < k; ++j) seqs.push_back(forward_result(k + q + j));
   seqs.insert(seqs.end(), inputs.begin() + std::ptrdiff_t(k),
               inputs.begin() + std::ptrdiff_t(k + m));
   for (std::size_t j : gy) seqs.push_back(rct[k + j]);
@@ -110,7 +107,7 @@ std::vector<Expr> scan_vjp(Graph& g, ValueId loop, const std::vector<std::pair<V
     ValueId v = body.outputs()[k + j];
     if (body.node(v).op == Op::parameter || stored_row.count(v) != 0) continue;
     stored_row[v] = seqs.size();
-    seqs.push_back(loop_result(g, loop, inputs, a, static_cast<std::int64_t>(k + j)));
+    seqs.push_back(forward_result(k + j));
   }
 
   // A constant's gradient is the sum over the steps of its per-step gradient. Where that is
