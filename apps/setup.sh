@@ -5,6 +5,7 @@
 #   ./apps/setup.sh run [glia arguments...]   # default: glia train (MNIST MLP, 5 epochs)
 #   ./apps/setup.sh test
 #   ./apps/setup.sh bench [glia bench arguments...]   # also installs the LibTorch peer
+#   ./apps/setup.sh sanitize [ctest arguments...]     # the suite under ASan + UBSan + LSan
 # Environment: GLIA_BUILD_DIR (default ./build), GLIA_BUILD_TYPE (RelWithDebInfo),
 # GLIA_DATA_DIR (./data/mnist), GLIA_JOBS (all cores).
 set -euo pipefail
@@ -42,6 +43,9 @@ usage: $0 run [glia arguments...]   build, then run the main job (default: glia 
        $0 test                      also install numpy and h5py (interop tests), build, run
                                     the whole test suite (ctest)
        $0 bench [arguments...]      also install LibTorch and OpenBLAS, build, run glia bench
+       $0 sanitize [ctest args...]  build with AddressSanitizer, UndefinedBehaviorSanitizer
+                                    and LeakSanitizer in \$GLIA_SANITIZE_DIR (default
+                                    ./build-sanitize) and run the test suite there
 
 Installs missing Debian packages first (apt-get, through sudo when not root) and
 puts MNIST in \$GLIA_DATA_DIR (default: $root/data/mnist).
@@ -79,15 +83,28 @@ install_packages() {
 
 # ---- Build -----------------------------------------------------------------------------
 
+# build [cmake arguments...]: configures $build_dir with Ninja and builds everything.
 build() {
   local cache="$build_dir/CMakeCache.txt"
   if [[ -f $cache ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
     die "$build_dir was configured with another generator than Ninja: remove it, or set GLIA_BUILD_DIR"
   fi
   say "Configuring $build_dir ($build_type)"
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "$@" >/dev/null
   say "Building with $jobs jobs"
   cmake --build "$build_dir" --parallel "$jobs"
+}
+
+# The sanitized build: every glia library, tool and test with ASan + UBSan (LeakSanitizer
+# comes with ASan). -O1 keeps the stacks readable and the suite fast enough; any UB report
+# fails its test (no recovery).
+readonly kSanitizeFlags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+sanitize_build() {
+  build_dir="$(realpath -m "${GLIA_SANITIZE_DIR:-$root/build-sanitize}")"
+  build_type=RelWithDebInfo
+  build -DCMAKE_CXX_FLAGS="$kSanitizeFlags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined"
 }
 
 # ---- MNIST -----------------------------------------------------------------------------
@@ -160,7 +177,7 @@ fetch_mnist() {
 
 mode="${1:-}"
 case "$mode" in
-  run | test | bench) shift ;;
+  run | test | bench | sanitize) shift ;;
   -h | --help | help)
     usage
     exit 0
@@ -179,9 +196,9 @@ extra_packages=()
 [[ $mode == bench ]] && extra_packages=(libtorch-dev libopenblas0-openmp libtcmalloc-minimal4)
 # The test suite's interoperability checks read and write NPY files with numpy and
 # checkpoints with h5py; without them they skip.
-[[ $mode == test ]] && extra_packages=(python3-numpy python3-h5py)
+[[ $mode == test || $mode == sanitize ]] && extra_packages=(python3-numpy python3-h5py)
 install_packages "${extra_packages[@]}"
-build
+if [[ $mode == sanitize ]]; then sanitize_build; else build; fi
 export GLIA_DATA_DIR="$data_dir"
 
 if [[ $mode == run ]]; then
@@ -201,5 +218,15 @@ if [[ $mode == bench ]]; then
 fi
 
 fetch_mnist || warn "tests that need MNIST will be skipped"
+if [[ $mode == sanitize ]]; then
+  # A report fails the test that made it. Suppressions, each with its reason, live in
+  # tests/sanitize/; none hides a finding in glia's own code.
+  export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+  lsan_supp="$root/tests/sanitize/lsan.supp"
+  [[ -f $lsan_supp ]] && export LSAN_OPTIONS="suppressions=$lsan_supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+  say "Running the test suite under the sanitizers with $jobs jobs"
+  exec ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" "$@"
+fi
 say "Running the test suite with $jobs jobs"
 ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs"
