@@ -6,6 +6,7 @@
 #   ./apps/setup.sh test
 #   ./apps/setup.sh bench [glia bench arguments...]   # also installs the LibTorch peer
 #   ./apps/setup.sh sanitize [ctest arguments...]     # the suite under ASan + UBSan + LSan
+#   ./apps/setup.sh fuzz [seconds] [harness...]      # libFuzzer on every reader (clang)
 # Environment: GLIA_BUILD_DIR (default ./build), GLIA_BUILD_TYPE (RelWithDebInfo),
 # GLIA_DATA_DIR (./data/mnist), GLIA_JOBS (all cores).
 set -euo pipefail
@@ -23,6 +24,11 @@ readonly kMnistSha256=(ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc
   65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5
   0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7
   ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2)
+
+# The fuzz harnesses (tests/fuzz/<name>_fuzz.cpp) and the longest input each is given: a
+# few times its largest seed, so mutations explore headers rather than bulk data.
+readonly kFuzzHarnesses=(idx npy npz checkpoint model_json cli_args)
+readonly kFuzzMaxLen=(4096 4096 8192 32768 8192 256)
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${GLIA_BUILD_DIR:-$root/build}"
@@ -46,6 +52,13 @@ usage: $0 run [glia arguments...]   build, then run the main job (default: glia 
        $0 sanitize [ctest args...]  build with AddressSanitizer, UndefinedBehaviorSanitizer
                                     and LeakSanitizer in \$GLIA_SANITIZE_DIR (default
                                     ./build-sanitize) and run the test suite there
+       $0 fuzz [seconds] [harness...]
+                                    build the fuzz harnesses with clang-14, libFuzzer, ASan
+                                    and UBSan in \$GLIA_FUZZ_DIR (default ./build-fuzz) and
+                                    run each for the given seconds (default 600): ${kFuzzHarnesses[*]}
+                                    (default: all). Corpora grow in build-fuzz/corpus/<name>,
+                                    crashing inputs land in build-fuzz/crashes/<name>; extra
+                                    libFuzzer flags in \$GLIA_FUZZ_ARGS
 
 Installs missing Debian packages first (apt-get, through sudo when not root) and
 puts MNIST in \$GLIA_DATA_DIR (default: $root/data/mnist).
@@ -105,6 +118,59 @@ sanitize_build() {
   build -DCMAKE_CXX_FLAGS="$kSanitizeFlags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined"
+}
+
+# The fuzz build: clang-14 (libFuzzer comes with clang, not GCC), every glia library
+# instrumented for coverage with ASan + UBSan (GLIA_FUZZ=ON in CMakeLists.txt), and only the
+# harnesses linked, each with libFuzzer's main.
+fuzz_build() {
+  build_dir="$(realpath -m "${GLIA_FUZZ_DIR:-$root/build-fuzz}")"
+  local cache="$build_dir/CMakeCache.txt"
+  if [[ -f $cache ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
+    die "$build_dir was configured with another generator than Ninja: remove it, or set GLIA_FUZZ_DIR"
+  fi
+  say "Configuring $build_dir (clang-14, libFuzzer, ASan + UBSan)"
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DGLIA_FUZZ=ON >/dev/null
+  say "Building the fuzz harnesses (${fuzz_names[*]}) with $jobs jobs"
+  cmake --build "$build_dir" --parallel "$jobs" --target "${fuzz_names[@]/#/fuzz_}"
+}
+
+# Runs each harness in fuzz_names for fuzz_seconds, then prints what each did; returns 1
+# when any found a crash, a leak, a UB report, a timeout or an out-of-memory.
+run_fuzzers() {
+  export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+  local name i summary=() failed=0
+  for name in "${fuzz_names[@]}"; do
+    local max_len=4096
+    for i in "${!kFuzzHarnesses[@]}"; do
+      [[ ${kFuzzHarnesses[$i]} == "$name" ]] && max_len=${kFuzzMaxLen[$i]}
+    done
+    local corpus="$build_dir/corpus/$name" crashes="$build_dir/crashes/$name"
+    local log="$build_dir/fuzz-$name.log" inputs=("$root/tests/fuzz/seeds/$name")
+    [[ -d $root/tests/fuzz/regressions/$name ]] && inputs+=("$root/tests/fuzz/regressions/$name")
+    mkdir -p "$corpus" "$crashes"
+    say "Fuzzing $name for $fuzz_seconds s (corpus $corpus, max_len $max_len)"
+    # The first folder collects the new inputs; the seeds and regressions are read only.
+    # shellcheck disable=SC2086 # GLIA_FUZZ_ARGS holds several flags
+    "$build_dir/tests/fuzz/fuzz_$name" -max_total_time="$fuzz_seconds" -max_len="$max_len" \
+      -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$crashes/" \
+      ${GLIA_FUZZ_ARGS:-} "$corpus" "${inputs[@]}" >"$log" 2>&1 || true
+    local runs speed found
+    runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
+    speed="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)"
+    found="$(find "$crashes" -type f | wc -l)"
+    ((found == 0)) || failed=1
+    summary+=("$(printf '%-11s %12s inputs %8s exec/s %4s crashes' "$name" "${runs:-?}" "${speed:-?}" "$found")")
+    if ((found > 0)); then
+      warn "$name: $found crashing inputs in $crashes; the report is in $log:"
+      grep -m 3 -E "^==[0-9]+==ERROR|runtime error|^SUMMARY|terminate called|what\(\)" "$log" >&2 || true
+    fi
+  done
+  say "Fuzzing done ($fuzz_seconds s each; crashes so far, kept in $build_dir/crashes):"
+  printf '    %s\n' "${summary[@]}"
+  return "$failed"
 }
 
 # ---- MNIST -----------------------------------------------------------------------------
@@ -177,7 +243,7 @@ fetch_mnist() {
 
 mode="${1:-}"
 case "$mode" in
-  run | test | bench | sanitize) shift ;;
+  run | test | bench | sanitize | fuzz) shift ;;
   -h | --help | help)
     usage
     exit 0
@@ -197,7 +263,27 @@ extra_packages=()
 # The test suite's interoperability checks read and write NPY files with numpy and
 # checkpoints with h5py; without them they skip.
 [[ $mode == test || $mode == sanitize ]] && extra_packages=(python3-numpy python3-h5py)
+# libFuzzer and its sanitizer runtimes ship with clang's compiler-rt.
+[[ $mode == fuzz ]] && extra_packages=(clang-14 libclang-rt-14-dev)
 install_packages "${extra_packages[@]}"
+if [[ $mode == fuzz ]]; then
+  fuzz_seconds=600
+  if [[ ${1:-} =~ ^[0-9]+$ ]]; then
+    fuzz_seconds=$1
+    shift
+  fi
+  fuzz_names=("${kFuzzHarnesses[@]}")
+  if (($# > 0)); then
+    fuzz_names=("$@")
+    for name in "${fuzz_names[@]}"; do
+      [[ " ${kFuzzHarnesses[*]} " == *" $name "* ]] ||
+        die "unknown fuzz harness '$name' (known: ${kFuzzHarnesses[*]})"
+    done
+  fi
+  fuzz_build
+  run_fuzzers
+  exit
+fi
 if [[ $mode == sanitize ]]; then sanitize_build; else build; fi
 export GLIA_DATA_DIR="$data_dir"
 

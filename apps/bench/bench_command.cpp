@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
+#include "../cli/args.hpp"
 #include "../cli/commands.hpp"
 #include "bench.hpp"
 #include "glia/glia.hpp"
@@ -18,19 +18,11 @@ namespace glia::bench {
 
 namespace {
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::vector<const CaseInfo*> select_cases(const std::string& patterns) {
   std::vector<const CaseInfo*> out;
   std::string known;
   for (const CaseInfo& c : all_cases()) known += (known.empty() ? "" : ", ") + c.name;
-  std::vector<std::string> list = split(patterns);
+  std::vector<std::string> list = cli::split_list(patterns);
   check(!list.empty(), "--cases: empty list (known: ", known, ")");
   for (const std::string& p : list) {
     bool any = false;
@@ -153,7 +145,7 @@ int run_bench(Settings s) {
     s.rounds = 1;
   }
   std::vector<const CaseInfo*> cases = select_cases(s.cases);
-  std::vector<std::string> backends = split(s.backends);
+  std::vector<std::string> backends = cli::split_list(s.backends);
   // Any registered backend, as train, eval and predict take.
   const std::vector<std::string> known = backend_names();
   std::string known_text;

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "args.hpp"
 #include "commands.hpp"
 #include "glia/glia.hpp"
 #include "mnist_models.hpp"
@@ -243,17 +244,7 @@ Command add_train_command(CLI::App& app) {
                              "adabelief", "radam", "yogi", "lamb"}))
       ->capture_default_str();
   cmd->add_option("--learning-rate", t->learning_rate, "Learning rate (positive)")
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            double x = 0;
-            try {
-              x = std::stod(v);
-            } catch (const std::exception&) {
-              return std::string("not a number: ") + v;
-            }
-            return x > 0 ? std::string() : "must be positive, got " + v;
-          },
-          "POSITIVE"))
+      ->check(CLI::Validator([](std::string& v) { return check_positive(v); }, "POSITIVE"))
       ->capture_default_str();
   cmd->add_option("--checkpoint", t->checkpoint,
                   "HDF5 checkpoint file, saved after every epoch (see the README for its layout)");

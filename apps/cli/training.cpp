@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "args.hpp"
 #include "glia/compiler/cpu_backend.hpp"
 #include "glia/compiler/registry.hpp"
 #include "mnist_models.hpp"
@@ -183,19 +184,15 @@ T parse_setting(const Checkpoint& c, const std::string& key, const std::string& 
   if constexpr (std::is_same_v<T, std::string>) {
     return text;
   } else {
-    try {
-      std::size_t used = 0;
-      T v{};
-      if constexpr (std::is_same_v<T, double>)
-        v = std::stod(text, &used);
-      else if constexpr (std::is_signed_v<T>)
-        v = static_cast<T>(std::stoll(text, &used));
-      else
-        v = static_cast<T>(std::stoull(text, &used));
-      if (used == text.size()) return v;
-    } catch (const std::exception&) {
-    }
-    throw Error(cat(c.path, ": its config entry ", key, "='", text, "' is not a number"));
+    std::optional<T> v;
+    if constexpr (std::is_same_v<T, double>)
+      v = parse_double(text);
+    else if constexpr (std::is_signed_v<T>)
+      v = parse_int64(text);
+    else
+      v = parse_uint64(text);
+    if (!v) throw Error(cat(c.path, ": its config entry ", key, "='", text, "' is not a number"));
+    return *v;
   }
 }
 

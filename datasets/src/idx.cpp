@@ -150,22 +150,31 @@ Tensor read_idx(const std::string& path) {
     throw fail("is truncated: ", content, " is ", 4 + got, " bytes, but a rank-", rank,
                " IDX header needs ", header_bytes);
 
-  // The declared size, with overflow checks (each dimension is < 2^32).
+  // The declared size, with overflow checks (each dimension is < 2^32). The non-zero
+  // dimensions must multiply to an element count that fits, even when another dimension
+  // is zero: an empty tensor's strides and per-example sizes still multiply them.
   std::vector<std::int64_t> dims;
   std::string dims_text;
-  std::uint64_t numel = 1;
-  bool overflow = false;
+  const std::uint64_t limit = std::numeric_limits<std::int64_t>::max() / 8;
+  std::uint64_t nonzero = 1;  // the product of the non-zero dimensions, while <= limit
+  bool empty = false, overflow = false;
   for (int i = 0; i < rank; ++i) {
     std::uint64_t d = load_be(header.data() + 4 + 4 * i, 4);
     dims.push_back(static_cast<std::int64_t>(d));
     dims_text += cat("[", d, "]");
-    if (d != 0 && numel > std::numeric_limits<std::int64_t>::max() / d) overflow = true;
-    numel *= d;
+    if (d == 0) {
+      empty = true;
+    } else if (!overflow) {
+      overflow = nonzero > limit / d;
+      nonzero *= d;
+    }
   }
   const std::string declared = cat(type->name, dims_text);
-  const std::uint64_t limit = std::numeric_limits<std::int64_t>::max() / 8;
-  if (overflow || numel > limit)
-    throw fail("declares ", declared, ": too many elements to hold in memory");
+  if (overflow && empty)
+    throw fail("declares ", declared, ": its non-zero dimensions multiply past 2^60, too many ",
+               "to index even in an empty tensor");
+  if (overflow) throw fail("declares ", declared, ": too many elements to hold in memory");
+  const std::uint64_t numel = empty ? 0 : nonzero;
   const std::uint64_t total = header_bytes + numel * static_cast<std::uint64_t>(type->size);
 
   if (std::optional<std::uint64_t> size = src->exact_size()) {

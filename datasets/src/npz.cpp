@@ -5,8 +5,10 @@
 // checked before its bytes are decoded as a .npy file.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "glia/core/error.hpp"
 #include "glia/datasets/npy.hpp"
@@ -115,20 +117,41 @@ std::vector<Member> directory(const Reader& r) {
   return members;
 }
 
+// Deflate cannot compress better than about 1032:1 (RFC 1951: a 258-byte match costs at
+// least two bits), so n compressed bytes inflate to at most this many: a member whose
+// directory entry claims more is corrupt, and refused before its buffer is allocated.
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
+
 std::vector<unsigned char> inflate_member(const Reader& r, const Member& m, std::uint64_t data,
                                           const std::string& where) {
+  if (m.size / kMaxDeflateRatio > m.compressed)
+    r.fail(cat(where, " claims ", m.size, " bytes, more than its ", m.compressed,
+               " deflated bytes can hold: the archive is corrupt"));
   std::vector<unsigned char> out(m.size);
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) r.fail(where + ": zlib cannot start inflating");
+  // zlib counts in 32 bits: the input and output are handed over in slices.
+  constexpr std::uint64_t kSlice = std::numeric_limits<uInt>::max();
+  std::uint64_t in_left = m.compressed, out_left = m.size;
   z.next_in = const_cast<unsigned char*>(r.at(data));
-  z.avail_in = static_cast<uInt>(m.compressed);
   z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  const int ret = inflate(&z, Z_FINISH);
-  const auto produced = z.total_out;
+  int ret = Z_OK;
+  while (ret == Z_OK) {
+    if (z.avail_in == 0 && in_left > 0) {
+      z.avail_in = static_cast<uInt>(std::min(in_left, kSlice));
+      in_left -= z.avail_in;
+    }
+    if (z.avail_out == 0 && out_left > 0) {
+      z.avail_out = static_cast<uInt>(std::min(out_left, kSlice));
+      out_left -= z.avail_out;
+    }
+    ret = inflate(&z, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+  }
+  const std::uint64_t produced = m.size - out_left - z.avail_out;
   inflateEnd(&z);
   if (ret != Z_STREAM_END || produced != m.size)
-    r.fail(where + ": its deflated data is corrupt (zlib " + std::to_string(ret) + ")");
+    r.fail(cat(where, ": its deflated data is corrupt (zlib ", ret, ", ", produced, " of ", m.size,
+               " bytes)"));
   return out;
 }
 
@@ -151,7 +174,6 @@ std::map<std::string, Tensor> read_npz(const std::filesystem::path& path) {
     const std::uint64_t data = m.header + 30 + r.le(m.header + 26, 2, "name length") +
                                r.le(m.header + 28, 2, "extra length");
     r.need(data, m.compressed, ("the data of " + where).c_str());
-    if (m.size > (std::uint64_t{1} << 40)) r.fail(where + " claims an implausible size");
     std::vector<unsigned char> raw;
     if (m.method == 0) {
       if (m.compressed != m.size) r.fail(where + ": stored sizes disagree");
@@ -159,8 +181,8 @@ std::map<std::string, Tensor> read_npz(const std::filesystem::path& path) {
     } else {
       raw = inflate_member(r, m, data, where);
     }
-    const auto crc = static_cast<std::uint32_t>(
-        crc32(crc32(0L, Z_NULL, 0), raw.data(), static_cast<uInt>(raw.size())));
+    const auto crc =
+        static_cast<std::uint32_t>(crc32_z(crc32(0L, Z_NULL, 0), raw.data(), raw.size()));
     if (crc != m.crc) r.fail(where + ": CRC mismatch (the archive is corrupt)");
     const std::string name = m.name.substr(0, m.name.size() - 4);
     if (arrays.count(name) != 0) r.fail(where + " appears twice");

@@ -154,7 +154,7 @@ Model model_from_json(std::string_view text) {
   Json doc;
   try {
     doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // a syntax error, or a number beyond 64 bits (406)
     throw Error(cat("model_from_json: malformed JSON: ", e.what()));
   }
   check(doc.is_object(), "model_from_json: expected a JSON object, got ",

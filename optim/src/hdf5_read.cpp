@@ -1,8 +1,10 @@
 // Reading checkpoints' HDF5 objects: every shape, type and size is checked against the
 // dataset's dtype attribute and the file's size before any data is read, and HDF5's own
 // checksums (metadata, Fletcher-32 chunks) turn damage into a glia::Error.
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "hdf5_file.hpp"
 
@@ -68,7 +70,11 @@ std::vector<std::string> File::datasets_under(const std::string& group) const {
         Id g = open_object(abs);
         if (H5Iget_type(g.get()) != H5I_GROUP) fail(cat(abs, " is not a group"));
         std::vector<std::string> names;
-        if (H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &names) < 0)
+        // Native order, not H5_ITER_INC: for a group with many links (dense storage) an
+        // ordered iteration first builds a table of every link, and libhdf5 1.10 frees
+        // garbage pointers when a damaged link fails to decode into it (a crash, also in
+        // h5py). The native order walks the name index instead and reports the damage.
+        if (H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_NATIVE, nullptr, collect_link, &names) < 0)
           fail(cat("cannot list group ", abs));
         for (const std::string& n : names) {
           std::string child = abs == "/" ? "/" + n : abs + "/" + n;
@@ -109,14 +115,23 @@ Tensor File::read_tensor(const std::string& path) const {
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0)
     fail(cat("cannot read the shape of ", path));
-  std::vector<std::int64_t> shape;
   // The data must fit in the file: a damaged shape must not make us allocate terabytes.
+  // An empty dataset (a zero dimension) holds no data, but its other dimensions must still
+  // multiply to a size that fits, as its strides and per-example sizes multiply them.
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  for (hsize_t d : dims)
+    if (d > kMax) fail(cat("dataset ", path, " has a dimension of ", d, ", beyond 2^63"));
+  const std::vector<std::int64_t> shape(dims.begin(), dims.end());
+  const bool empty = std::find(dims.begin(), dims.end(), hsize_t{0}) != dims.end();
+  const std::uint64_t bound = empty ? kMax : size_;
   std::uint64_t bytes = static_cast<std::uint64_t>(dtype_size(dtype));
   for (hsize_t d : dims) {
-    if (d > size_ || (d > 0 && bytes > size_ / d))
-      fail(cat("dataset ", path, " claims more data than the file's ", size_, " bytes"));
+    if (d == 0) continue;
+    if (bytes > bound / d)
+      fail(cat("dataset ", path, " declares ", TensorType{dtype, Shape(shape)}.to_string(), ", ",
+               empty ? "whose non-zero dimensions multiply past 2^63 bytes"
+                     : cat("more data than the file's ", size_, " bytes")));
     bytes *= d;
-    shape.push_back(static_cast<std::int64_t>(d));
   }
   TypePair types = types_of(dtype);
   Tensor t(dtype, Shape(shape));
@@ -237,8 +252,11 @@ std::vector<std::string> File::attr_names(const std::string& object) const {
   Id obj = open_object(object);
   std::vector<std::string> names;
   hsize_t index = 0;
-  if (H5Aiterate2(obj.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_attr, &names) < 0)
+  // Native order, sorted here: as for links (datasets_under), an ordered iteration over
+  // many attributes builds a table that libhdf5 1.10 mishandles when one is damaged.
+  if (H5Aiterate2(obj.get(), H5_INDEX_NAME, H5_ITER_NATIVE, &index, collect_attr, &names) < 0)
     fail(cat("cannot list the attributes of ", object));
+  std::sort(names.begin(), names.end());
   return names;
 }
 

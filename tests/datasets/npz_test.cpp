@@ -46,38 +46,14 @@ TEST(Npz, ReadsNumpysStoredAndCompressedArchives) {
 }
 
 // A zip of stored members, as numpy.savez writes one, built here.
-std::uint32_t crc32_of(const std::vector<std::byte>& b) {
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (std::byte x : b) {
-    c ^= std::uint32_t(x);
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
-void put(std::string& s, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) s += static_cast<char>((v >> (8 * i)) & 0xFF);
-}
 std::string stored_zip(const std::vector<std::pair<std::string, std::vector<std::byte>>>& members) {
-  std::string out, dir;
+  std::vector<testing::ZipMember> zip;
   for (const auto& [name, data] : members) {
-    const std::uint64_t offset = out.size();
-    const std::uint32_t crc = crc32_of(data);
-    put(out, 0x04034b50, 4), put(out, 20, 2), put(out, 0, 2), put(out, 0, 2), put(out, 0, 4);
-    put(out, crc, 4), put(out, data.size(), 4), put(out, data.size(), 4);
-    put(out, name.size(), 2), put(out, 0, 2);
-    out += name;
-    out.append(reinterpret_cast<const char*>(data.data()), data.size());
-    put(dir, 0x02014b50, 4), put(dir, 20, 2), put(dir, 20, 2), put(dir, 0, 2), put(dir, 0, 2);
-    put(dir, 0, 4), put(dir, crc, 4), put(dir, data.size(), 4), put(dir, data.size(), 4);
-    put(dir, name.size(), 2), put(dir, 0, 2), put(dir, 0, 2), put(dir, 0, 2), put(dir, 0, 2);
-    put(dir, 0, 4), put(dir, offset, 4);
-    dir += name;
+    const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
+    zip.push_back(testing::stored_member(name, testing::Bytes(p, p + data.size())));
   }
-  const std::uint64_t dir_at = out.size();
-  out += dir;
-  put(out, 0x06054b50, 4), put(out, 0, 2), put(out, 0, 2), put(out, members.size(), 2);
-  put(out, members.size(), 2), put(out, dir.size(), 4), put(out, dir_at, 4), put(out, 0, 2);
-  return out;
+  const testing::Bytes bytes = testing::zip_archive(zip);
+  return std::string(bytes.begin(), bytes.end());
 }
 
 TEST(Npz, DamagedArchivesAreErrorsNamingTheMember) {
