@@ -5,7 +5,8 @@
 #   ./apps/setup.sh run [glia arguments...]   # default: glia train (MNIST MLP, 5 epochs)
 #   ./apps/setup.sh test
 #   ./apps/setup.sh bench [glia bench arguments...]   # also installs the LibTorch peer
-#   ./apps/setup.sh sanitize [ctest arguments...]     # the suite under ASan + UBSan + LSan
+#   ./apps/setup.sh sanitize [--quick] [ctest args]   # the suite under ASan + UBSan + LSan,
+#                                                     # then the concurrency tests under TSan
 # Environment: GLIA_BUILD_DIR (default ./build), GLIA_BUILD_TYPE (RelWithDebInfo),
 # GLIA_DATA_DIR (./data/mnist), GLIA_JOBS (all cores).
 set -euo pipefail
@@ -43,9 +44,14 @@ usage: $0 run [glia arguments...]   build, then run the main job (default: glia 
        $0 test                      also install numpy and h5py (interop tests), build, run
                                     the whole test suite (ctest)
        $0 bench [arguments...]      also install LibTorch and OpenBLAS, build, run glia bench
-       $0 sanitize [ctest args...]  build with AddressSanitizer, UndefinedBehaviorSanitizer
+       $0 sanitize [--quick] [ctest args...]
+                                    build with AddressSanitizer, UndefinedBehaviorSanitizer
                                     and LeakSanitizer in \$GLIA_SANITIZE_DIR (default
-                                    ./build-sanitize) and run the test suite there
+                                    ./build-sanitize) and run the test suite there; then
+                                    build the concurrency tests with ThreadSanitizer in
+                                    \$GLIA_TSAN_DIR (./build-tsan) and run them. --quick
+                                    (what CI runs): the core and datasets suites and the
+                                    file readers' fuzz smoke tests under ASan + UBSan only
 
 Installs missing Debian packages first (apt-get, through sudo when not root) and
 puts MNIST in \$GLIA_DATA_DIR (default: $root/data/mnist).
@@ -83,7 +89,9 @@ install_packages() {
 
 # ---- Build -----------------------------------------------------------------------------
 
-# build [cmake arguments...]: configures $build_dir with Ninja and builds everything.
+# build [cmake arguments...]: configures $build_dir with Ninja and builds everything (or
+# the targets in build_targets).
+build_targets=()
 build() {
   local cache="$build_dir/CMakeCache.txt"
   if [[ -f $cache ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
@@ -91,20 +99,38 @@ build() {
   fi
   say "Configuring $build_dir ($build_type)"
   cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "$@" >/dev/null
-  say "Building with $jobs jobs"
-  cmake --build "$build_dir" --parallel "$jobs"
+  say "Building ${build_targets[*]:-everything} with $jobs jobs"
+  cmake --build "$build_dir" --parallel "$jobs" ${build_targets[@]+--target "${build_targets[@]}"}
 }
 
 # The sanitized build: every glia library, tool and test with ASan + UBSan (LeakSanitizer
 # comes with ASan). -O1 keeps the stacks readable and the suite fast enough; any UB report
 # fails its test (no recovery).
 readonly kSanitizeFlags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+# The reduced set CI runs (sanitize --quick): the whole build takes about 45 minutes on 2
+# cores, the core and datasets libraries with their suites and the file readers' fuzz
+# harnesses (IDX, NPY, NPZ) about 10. ctest labels: each suite's name, fuzz_<harness>.
+readonly kQuickTargets=(core_tests datasets_tests fuzz_idx fuzz_npy fuzz_npz)
+readonly kQuickLabels='^(core_tests|datasets_tests|fuzz_idx|fuzz_npy|fuzz_npz)$'
 sanitize_build() {
   build_dir="$(realpath -m "${GLIA_SANITIZE_DIR:-$root/build-sanitize}")"
   build_type=RelWithDebInfo
   build -DCMAKE_CXX_FLAGS="$kSanitizeFlags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined"
+}
+
+# ThreadSanitizer: $GLIA_TSAN_DIR configured with -DGLIA_TSAN=ON builds the libraries
+# concurrency_tests needs and that suite alone (registered as one ctest test that sets
+# OMP_NUM_THREADS=1 and the suppressions itself: tests/CMakeLists.txt says why). A report
+# fails the run.
+tsan() {
+  build_dir="$(realpath -m "${GLIA_TSAN_DIR:-$root/build-tsan}")"
+  build_type=RelWithDebInfo
+  build_targets=(concurrency_tests)
+  build -DGLIA_TSAN=ON
+  say "Running concurrency_tests under ThreadSanitizer"
+  ctest --test-dir "$build_dir" --output-on-failure
 }
 
 # ---- MNIST -----------------------------------------------------------------------------
@@ -198,6 +224,12 @@ extra_packages=()
 # checkpoints with h5py; without them they skip.
 [[ $mode == test || $mode == sanitize ]] && extra_packages=(python3-numpy python3-h5py)
 install_packages "${extra_packages[@]}"
+quick=false
+if [[ $mode == sanitize && ${1:-} == --quick ]]; then
+  quick=true
+  shift
+  build_targets=("${kQuickTargets[@]}")
+fi
 if [[ $mode == sanitize ]]; then sanitize_build; else build; fi
 export GLIA_DATA_DIR="$data_dir"
 
@@ -225,8 +257,15 @@ if [[ $mode == sanitize ]]; then
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
   lsan_supp="$root/tests/sanitize/lsan.supp"
   [[ -f $lsan_supp ]] && export LSAN_OPTIONS="suppressions=$lsan_supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+  if $quick; then
+    say "Running the core and datasets suites and the readers' fuzz tests under the sanitizers"
+    exec ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" -L "$kQuickLabels" "$@"
+  fi
   say "Running the test suite under the sanitizers with $jobs jobs"
-  exec ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" "$@"
+  ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" "$@"
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+  tsan
+  exit 0
 fi
 say "Running the test suite with $jobs jobs"
 ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs"
