@@ -5,8 +5,9 @@
 #   ./apps/setup.sh run [glia arguments...]   # default: glia train (MNIST MLP, 5 epochs)
 #   ./apps/setup.sh test
 #   ./apps/setup.sh bench [glia bench arguments...]   # also installs the LibTorch peer
-#   ./apps/setup.sh sanitize [ctest arguments...]     # the suite under ASan + UBSan + LSan
 #   ./apps/setup.sh fuzz [seconds] [harness...]      # libFuzzer on every reader (clang)
+#   ./apps/setup.sh sanitize [--quick] [ctest args]   # the suite under ASan + UBSan + LSan,
+#                                                     # then the concurrency tests under TSan
 # Environment: GLIA_BUILD_DIR (default ./build), GLIA_BUILD_TYPE (RelWithDebInfo),
 # GLIA_DATA_DIR (./data/mnist), GLIA_JOBS (all cores).
 set -euo pipefail
@@ -49,9 +50,14 @@ usage: $0 run [glia arguments...]   build, then run the main job (default: glia 
        $0 test                      also install numpy and h5py (interop tests), build, run
                                     the whole test suite (ctest)
        $0 bench [arguments...]      also install LibTorch and OpenBLAS, build, run glia bench
-       $0 sanitize [ctest args...]  build with AddressSanitizer, UndefinedBehaviorSanitizer
+       $0 sanitize [--quick] [ctest args...]
+                                    build with AddressSanitizer, UndefinedBehaviorSanitizer
                                     and LeakSanitizer in \$GLIA_SANITIZE_DIR (default
-                                    ./build-sanitize) and run the test suite there
+                                    ./build-sanitize) and run the test suite there; then
+                                    build the concurrency tests with ThreadSanitizer in
+                                    \$GLIA_TSAN_DIR (./build-tsan) and run them. --quick
+                                    (what CI runs): the core and datasets suites and the
+                                    file readers' fuzz smoke tests under ASan + UBSan only
        $0 fuzz [seconds] [harness...]
                                     build the fuzz harnesses with clang-14, libFuzzer, ASan
                                     and UBSan in \$GLIA_FUZZ_DIR (default ./build-fuzz) and
@@ -96,7 +102,9 @@ install_packages() {
 
 # ---- Build -----------------------------------------------------------------------------
 
-# build [cmake arguments...]: configures $build_dir with Ninja and builds everything.
+# build [cmake arguments...]: configures $build_dir with Ninja and builds everything (or
+# the targets in build_targets).
+build_targets=()
 build() {
   local cache="$build_dir/CMakeCache.txt"
   if [[ -f $cache ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
@@ -104,14 +112,19 @@ build() {
   fi
   say "Configuring $build_dir ($build_type)"
   cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "$@" >/dev/null
-  say "Building with $jobs jobs"
-  cmake --build "$build_dir" --parallel "$jobs"
+  say "Building ${build_targets[*]:-everything} with $jobs jobs"
+  cmake --build "$build_dir" --parallel "$jobs" ${build_targets[@]+--target "${build_targets[@]}"}
 }
 
 # The sanitized build: every glia library, tool and test with ASan + UBSan (LeakSanitizer
 # comes with ASan). -O1 keeps the stacks readable and the suite fast enough; any UB report
 # fails its test (no recovery).
 readonly kSanitizeFlags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+# The reduced set CI runs (sanitize --quick): the whole build takes about 45 minutes on 2
+# cores, the core and datasets libraries with their suites and the file readers' fuzz
+# harnesses (IDX, NPY, NPZ) about 10. ctest labels: each suite's name, fuzz_<harness>.
+readonly kQuickTargets=(core_tests datasets_tests fuzz_idx fuzz_npy fuzz_npz)
+readonly kQuickLabels='^(core_tests|datasets_tests|fuzz_idx|fuzz_npy|fuzz_npz)$'
 sanitize_build() {
   build_dir="$(realpath -m "${GLIA_SANITIZE_DIR:-$root/build-sanitize}")"
   build_type=RelWithDebInfo
@@ -142,7 +155,7 @@ run_fuzzers() {
   export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
   # Leaks inside libhdf5 itself on damaged files; the file says why.
-  export LSAN_OPTIONS="suppressions=$root/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+  export LSAN_OPTIONS="suppressions=$root/tests/sanitize/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
   local name i summary=() failed=0
   for name in "${fuzz_names[@]}"; do
     local max_len=4096
@@ -173,6 +186,19 @@ run_fuzzers() {
   say "Fuzzing done ($fuzz_seconds s each; crashes so far, kept in $build_dir/crashes):"
   printf '    %s\n' "${summary[@]}"
   return "$failed"
+}
+
+# ThreadSanitizer: $GLIA_TSAN_DIR configured with -DGLIA_TSAN=ON builds the libraries
+# concurrency_tests needs and that suite alone (registered as one ctest test that sets
+# OMP_NUM_THREADS=1 and the suppressions itself: tests/CMakeLists.txt says why). A report
+# fails the run.
+tsan() {
+  build_dir="$(realpath -m "${GLIA_TSAN_DIR:-$root/build-tsan}")"
+  build_type=RelWithDebInfo
+  build_targets=(concurrency_tests)
+  build -DGLIA_TSAN=ON
+  say "Running concurrency_tests under ThreadSanitizer"
+  ctest --test-dir "$build_dir" --output-on-failure
 }
 
 # ---- MNIST -----------------------------------------------------------------------------
@@ -286,6 +312,12 @@ if [[ $mode == fuzz ]]; then
   run_fuzzers
   exit
 fi
+quick=false
+if [[ $mode == sanitize && ${1:-} == --quick ]]; then
+  quick=true
+  shift
+  build_targets=("${kQuickTargets[@]}")
+fi
 if [[ $mode == sanitize ]]; then sanitize_build; else build; fi
 export GLIA_DATA_DIR="$data_dir"
 
@@ -313,8 +345,15 @@ if [[ $mode == sanitize ]]; then
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
   lsan_supp="$root/tests/sanitize/lsan.supp"
   [[ -f $lsan_supp ]] && export LSAN_OPTIONS="suppressions=$lsan_supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+  if $quick; then
+    say "Running the core and datasets suites and the readers' fuzz tests under the sanitizers"
+    exec ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" -L "$kQuickLabels" "$@"
+  fi
   say "Running the test suite under the sanitizers with $jobs jobs"
-  exec ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" "$@"
+  ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" "$@"
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+  tsan
+  exit 0
 fi
 say "Running the test suite with $jobs jobs"
 ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs"

@@ -1,7 +1,8 @@
 // `glia train` and `glia eval`: MNIST-style training and evaluation from the command
 // line. train prints the progress bar (plain lines without a terminal), then the test
 // loss and accuracy; --json adds one final JSON line with the figures. --checkpoint saves
-// the run after every epoch (and every N iterations); --resume continues it.
+// the run after every epoch (and every N iterations); --resume continues it. A non-finite
+// loss halts the run with the step named and exit status 1 (--keep-on-nan trains on).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -29,6 +30,7 @@ struct TrainFlags {
   std::string checkpoint;
   std::int64_t checkpoint_every = 0;  // iterations; 0: at the end of each epoch only
   bool resume = false;
+  bool keep_on_nan = false;  // train on through a non-finite loss
 };
 
 std::string exact(double v) {
@@ -95,6 +97,8 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
   Data data = load(f, model);
   Loop loop = trainer(model, cross_entropy, optimizer(t.optimizer, t.learning_rate),
                       {.backend = f.backend, .seed = f.seed, .metrics = {{"accuracy", accuracy}}});
+  // Before the checkpoints: the iteration that went non-finite is never saved.
+  if (!t.keep_on_nan) loop.terminate_on_nan();
   if (!t.checkpoint.empty()) {
     std::map<std::string, std::string> config = run_config(f, t);
     loop.checkpoint({.path = t.checkpoint, .config = config});
@@ -126,6 +130,11 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
     s = loop.resume(train, {.epochs = t.epochs}, std::move(from->loop));
   } else {
     s = loop.run(train, {.epochs = t.epochs});
+  }
+  if (s.halted && !s.halt_reason.empty()) {
+    std::cerr << "error: training halted: " << s.halt_reason
+              << " (a lower --learning-rate may help; --keep-on-nan trains on)\n";
+    return 1;
   }
   std::map<std::string, double> test = evaluate(model, s.train.model, data, f);
   std::cout << "test loss " << test.at("loss") << ", test accuracy " << test.at("accuracy") << "\n";
@@ -253,6 +262,9 @@ Command add_train_command(CLI::App& app) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   cmd->add_flag("--resume", t->resume,
                 "Continue the run saved in --checkpoint; flags not given take its values");
+  cmd->add_flag("--keep-on-nan", t->keep_on_nan,
+                "Train on when a batch's loss is NaN or infinite (by default the run halts "
+                "there, naming the step, and exits with status 1)");
   return {cmd, [=] { return run_train(*cmd, *flags, *t); }};
 }
 

@@ -76,7 +76,11 @@ class RunBinding {
     donated_[i] = held_[i].device() == device_ && held_[i].unique_storage();
     return held_[i];
   }
-  // The tensor output slot s writes (after every input is bound).
+  // The tensor output slot s writes (after every input is bound). Copying it into slots_
+  // is also what orders the last reads of a holder that let it go on another thread
+  // before the kernels write it: use_count() (unique_storage) is a relaxed load and orders
+  // nothing, but libstdc++ counts references with acq_rel read-modify-writes, so this
+  // copy's increment acquires that holder's decrement (tests/concurrency/storage_reuse).
   const Tensor& output(std::size_t s, bool donating) {
     const Placement& p = program_->placement[static_cast<std::size_t>(slot_values_[s])];
     if (donating && p.donor >= 0 && donated_[std::size_t(p.donor)])

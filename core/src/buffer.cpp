@@ -41,12 +41,18 @@ class HostAllocator final : public Allocator {
   }
 };
 
-HostAllocator g_host;
+// Never destroyed: a tensor held by a static in any file may be freed after this file's
+// statics are gone (the sanitized build caught a static tensor's buffer calling a destroyed
+// allocator at exit). Function-local, so a static initialiser elsewhere may allocate too.
+HostAllocator& the_host() {
+  static HostAllocator* const host = new HostAllocator();
+  return *host;
+}
 
 // Host buffers hold this: a pointer with an empty control block, so that creating and
 // dropping host buffers costs no reference counting on the (immortal) host allocator.
 std::shared_ptr<Allocator> host_allocator_ptr() {
-  return std::shared_ptr<Allocator>(std::shared_ptr<Allocator>(), &g_host);
+  return std::shared_ptr<Allocator>(std::shared_ptr<Allocator>(), &the_host());
 }
 
 struct Registry {
@@ -79,7 +85,7 @@ std::string Device::to_string() const {
 
 std::ostream& operator<<(std::ostream& out, Device device) { return out << device.to_string(); }
 
-Allocator& host_allocator() { return g_host; }
+Allocator& host_allocator() { return the_host(); }
 
 std::shared_ptr<Allocator> register_allocator(Device device, std::shared_ptr<Allocator> allocator) {
   check_device(device, "register_allocator");

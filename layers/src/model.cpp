@@ -3,6 +3,7 @@
 #include "glia/layers/model.hpp"
 
 #include <functional>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 
@@ -173,7 +174,10 @@ Model reapply(const Model& output, const std::vector<std::pair<Model, Model>>& r
 
 struct Shared::State {
   std::function<Model(const Model&)> block;
-  Model input, output;  // the first application
+  // Held while the first application builds the block: a Shared value may be called from
+  // several threads, and a second first call would build a second set of parameters.
+  std::mutex mutex;
+  Model input, output;  // the first application, set once under the mutex
 };
 
 Shared::Shared(std::function<Model(const Model&)> block) : state_(std::make_shared<State>()) {
@@ -183,7 +187,12 @@ Shared::Shared(std::function<Model(const Model&)> block) : state_(std::make_shar
 
 Model Shared::operator()(const Model& x) const {
   check(x.defined(), "Shared: the input is an undefined model");
-  if (state_->output.defined()) return reapply(state_->output, {{state_->input, x}});
+  std::unique_lock lock(state_->mutex);
+  if (state_->output.defined()) {
+    const Model input = state_->input, output = state_->output;
+    lock.unlock();  // reapply reads the built block only: other threads may reapply at once
+    return reapply(output, {{input, x}});
+  }
   Model y = state_->block(x);
   check(y.defined(), "Shared: the block returned an undefined model");
   state_->input = x;

@@ -2,6 +2,7 @@
 // checkpoint. Each is an ordinary handler attached with Loop::handle; those that keep
 // state across epochs rebuild it from the history when a run is resumed.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
@@ -158,6 +159,17 @@ Loop& Loop::reduce_lr_on_plateau(ReduceLrOptions o) {
       p->wait = 0;
     }
     return HandlerResult::continue_;
+  });
+}
+
+Loop& Loop::terminate_on_nan() {
+  return handle(Event::iteration_completed, [](LoopState& s) {
+    if (std::isfinite(s.batch.loss)) return HandlerResult::continue_;
+    // "nan" whatever its sign bit (printf's "-nan" says nothing a user can act on).
+    std::string value = std::isnan(s.batch.loss) ? "nan" : cat(s.batch.loss);
+    s.halt_reason = cat("the loss is ", value, " at epoch ", s.epoch + 1, ", iteration ",
+                        s.iteration, " (step ", s.train.step, ")");
+    return HandlerResult::halt_loop;
   });
 }
 

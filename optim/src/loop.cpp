@@ -215,6 +215,7 @@ LoopState resume_position(LoopState s) {
   s.event = Event::started;
   s.batch = {};
   s.halted = false;
+  s.halt_reason.clear();
   return s;
 }
 

@@ -119,7 +119,8 @@ void Progress::iteration(const LoopState& s, double seconds, std::int64_t epoch_
 void Progress::epoch_end(const LoopState& s, double seconds, std::int64_t epoch_samples,
                          bool halted) {
   if (mode_ == ProgressMode::off) return;
-  std::string text = line(s, seconds, epoch_samples, true) + (halted ? " (halted)" : "");
+  std::string text = line(s, seconds, epoch_samples, true);
+  if (halted) text += s.halt_reason.empty() ? " (halted)" : " (halted: " + s.halt_reason + ")";
   if (mode_ == ProgressMode::bar) {
     draw(text);
     *out_ << '\n' << std::flush;

@@ -41,6 +41,18 @@ PY
 else
   echo "note: no numpy, the npz run is left out"
 fi
+# A NaN feature: the run halts at the batch holding it, names the step, and exits 1.
+awk -F, 'NR == 101 { $2 = "nan" } 1' OFS=, "$dir/d.csv" > "$dir/nan.csv"
+if "$glia" train --dataset csv --data "$dir/nan.csv" --label species --model-json "$dir/m.json" \
+  --epochs 2 --batch-size 16 > "$dir/nan.log" 2>&1; then
+  fail "training on a NaN feature succeeded: $(cat "$dir/nan.log")"
+fi
+grep -q "error: training halted: the loss is nan at epoch 1, iteration [0-9]* (step [0-9]*)" \
+  "$dir/nan.log" || fail "no halt message: $(cat "$dir/nan.log")"
+grep -q "test accuracy" "$dir/nan.log" && fail "a halted run evaluated the model"
+"$glia" train --dataset csv --data "$dir/nan.csv" --label species --model-json "$dir/m.json" \
+  --epochs 1 --batch-size 16 --keep-on-nan > "$dir/nan.log" 2>&1 ||
+  fail "--keep-on-nan stopped: $(cat "$dir/nan.log")"
 expect_failure() {  # TEXT ARGS...
   local text=$1
   shift

@@ -6,7 +6,7 @@
 //
 // After each input no HDF5 object (file, group, dataset, attribute, type, space) may be
 // left open: a handle glia forgot on an error path aborts here. That check is what makes
-// lsan.supp's libhdf5 entry safe: it hides only blocks libhdf5 loses by itself.
+// tests/sanitize/lsan.supp's libhdf5 entry safe: it hides only blocks libhdf5 loses by itself.
 #include <hdf5.h>
 
 #include <cstdio>

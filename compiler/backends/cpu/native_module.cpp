@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -77,9 +78,17 @@ const std::string& machine_key() {
   return key;
 }
 
-std::mutex& load_mutex() {
-  static std::mutex m;
-  return m;
+// One lock per library name (the source's hash): threads compiling the same module wait
+// for the first and load what it built (one compiler run, not one per thread); modules of
+// other executables compile at the same time. The locks stay for the process's life, as
+// the libraries do.
+std::mutex& module_mutex(const std::string& stem) {
+  static std::mutex guard;
+  static std::map<std::string, std::unique_ptr<std::mutex>> by_stem;
+  std::lock_guard lock(guard);
+  std::unique_ptr<std::mutex>& m = by_stem[stem];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
 }
 
 }  // namespace
@@ -130,7 +139,7 @@ bool NativeModule::build(std::string& error) {
     error = cat("cannot create the kernel cache ", dir.string(), ": ", ec.message());
     return false;
   }
-  std::lock_guard<std::mutex> lock(load_mutex());
+  std::lock_guard<std::mutex> lock(module_mutex(stem));
   void* handle = nullptr;
   if (std::filesystem::exists(library_, ec))
     handle = ::dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -96,8 +96,9 @@ std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,
                                    const dnnl::engine& engine);
 
 // Sets the calling thread's OpenMP thread count (oneDNN's runtime and the fused kernels'
-// pool) for the scope's lifetime; 0 leaves it. Small primitives run on one thread: a
-// parallel region costs more than they do.
+// pool) for the scope's lifetime; 0: glia::cpu::set_threads's, or where it was never
+// called, leaves it. Small primitives run on one thread: a parallel region costs more
+// than they do.
 class ThreadScope {
  public:
   explicit ThreadScope(int threads);

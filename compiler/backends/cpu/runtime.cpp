@@ -9,6 +9,7 @@
 #include <dnnl.hpp>
 
 #include "backends/cpu/realise.hpp"
+#include "src/cpu_threads.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -23,6 +24,7 @@ namespace glia::detail::cpu {
 
 ThreadScope::ThreadScope([[maybe_unused]] int threads) {
 #ifdef GLIA_CPU_SETS_THREADS
+  if (threads == 0) threads = cpu_threads_setting();
   if (threads > 0 && threads != omp_get_max_threads()) {
     previous_ = omp_get_max_threads();
     omp_set_num_threads(threads);
@@ -103,6 +105,8 @@ std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,
 std::string threads_text(int threads) {
 #ifdef GLIA_CPU_SETS_THREADS
   if (threads > 0) return cat(threads, " (OpenMP, shared with oneDNN)");
+  if (cpu_threads_setting() > 0)
+    return cat(cpu_threads_setting(), " (glia::cpu::set_threads; OpenMP, shared with oneDNN)");
   return cat("default, ", omp_get_max_threads(), " (OpenMP, shared with oneDNN)");
 #else
   return cat("the default of oneDNN's CPU runtime (this build cannot set them; asked for ", threads,

@@ -14,8 +14,11 @@ namespace glia::detail::cpu {
 namespace {
 
 // out[j] = sum_k a[k * ak] * w[k * wk + j * wn], for j < n. An AVX2 clone where the CPU
-// has it (mul and add, no FMA: every ISA rounds alike).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// has it (mul and add, no FMA: every ISA rounds alike). Not under ThreadSanitizer: GCC
+// instruments the ifunc resolver that target_clones makes, and the dynamic loader runs it
+// before TSan's runtime is set up, so the program crashes before main (the default clone
+// gives the same bits).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void product_row(const float* a, std::int64_t ak, const float* w, std::int64_t wk, std::int64_t wn,

@@ -21,7 +21,8 @@ struct CompileOptions {
   // The cpu backend's settings (cpu_backend.hpp); other backends ignore them.
   struct Cpu {
     // Worker threads (OpenMP's pool, shared with oneDNN) while the executable is compiled
-    // and run; 0: the calling thread's setting (glia::cpu::set_threads).
+    // and run; 0: glia::cpu::set_threads's setting, or the calling thread's OpenMP count
+    // where it was never called.
     int threads = 0;
     // How fused groups run: as C that the system's C compiler builds at compile time
     // (cached on disk, see cpu_backend.hpp), or on glia's tile executor. automatic:

@@ -60,6 +60,7 @@ struct LoopState {
   double samples_per_second = 0;                       // over the epochs' time so far
   TrainState train;                                    // the model and optimizer state
   bool halted = false;                                 // a handler halted the loop
+  std::string halt_reason;  // why, when the handler said (terminate_on_nan does)
 };
 
 using Handler = std::function<HandlerResult(LoopState& state)>;
@@ -193,6 +194,11 @@ class Loop {
   // At epoch_completed: multiplies TrainState::lr_scale by `factor` after `patience`
   // epochs without improvement.
   Loop& reduce_lr_on_plateau(ReduceLrOptions options = {});
+  // At iteration_completed: halts the loop when the batch's loss is not finite (NaN or
+  // +-inf, like Keras's TerminateOnNaN), with halt_reason naming the epoch, the iteration
+  // and the optimizer step: "the loss is nan at epoch 2, iteration 57 (step 526)". Attach
+  // it before checkpoint() so no non-finite state is saved at that iteration.
+  Loop& terminate_on_nan();
   // Saves checkpoints (glia/optim/checkpoint.hpp) at matching events: every N epochs or
   // iterations, only when a monitored metric improves, keeping the last K files. Attach it
   // after validate() so the saved metrics include the validation ones.
