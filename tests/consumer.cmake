@@ -11,6 +11,8 @@ add_test(NAME package.consumer
     -DMAKE_PROGRAM=${CMAKE_MAKE_PROGRAM}
     -DCXX_COMPILER=${CMAKE_CXX_COMPILER}
     -DLAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER}
+    "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}"
+    "-DEXE_LINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
     -P ${CMAKE_CURRENT_LIST_DIR}/consumer/build_and_run.cmake)
 set_tests_properties(package.consumer PROPERTIES
   TIMEOUT 600 LABELS package PASS_REGULAR_EXPRESSION "the installed glia package works")
