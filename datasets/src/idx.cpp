@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "glia/core/declared_size.hpp"
 #include "glia/datasets/atomic_file.hpp"
 #include "idx_source.hpp"
 
@@ -150,31 +151,22 @@ Tensor read_idx(const std::string& path) {
     throw fail("is truncated: ", content, " is ", 4 + got, " bytes, but a rank-", rank,
                " IDX header needs ", header_bytes);
 
-  // The declared size, with overflow checks (each dimension is < 2^32). The non-zero
-  // dimensions must multiply to an element count that fits, even when another dimension
-  // is zero: an empty tensor's strides and per-example sizes still multiply them.
+  // The declared element count (each dimension is < 2^32), at most 2^60.
   std::vector<std::int64_t> dims;
   std::string dims_text;
-  const std::uint64_t limit = std::numeric_limits<std::int64_t>::max() / 8;
-  std::uint64_t nonzero = 1;  // the product of the non-zero dimensions, while <= limit
-  bool empty = false, overflow = false;
   for (int i = 0; i < rank; ++i) {
     std::uint64_t d = load_be(header.data() + 4 + 4 * i, 4);
     dims.push_back(static_cast<std::int64_t>(d));
     dims_text += cat("[", d, "]");
-    if (d == 0) {
-      empty = true;
-    } else if (!overflow) {
-      overflow = nonzero > limit / d;
-      nonzero *= d;
-    }
   }
+  const DeclaredSize elements =
+      declared_size(dims, 1, std::numeric_limits<std::int64_t>::max() / 8);
   const std::string declared = cat(type->name, dims_text);
-  if (overflow && empty)
+  if (!elements.fits && elements.empty)
     throw fail("declares ", declared, ": its non-zero dimensions multiply past 2^60, too many ",
                "to index even in an empty tensor");
-  if (overflow) throw fail("declares ", declared, ": too many elements to hold in memory");
-  const std::uint64_t numel = empty ? 0 : nonzero;
+  if (!elements.fits) throw fail("declares ", declared, ": too many elements to hold in memory");
+  const std::uint64_t numel = elements.data_bytes();
   const std::uint64_t total = header_bytes + numel * static_cast<std::uint64_t>(type->size);
 
   if (std::optional<std::uint64_t> size = src->exact_size()) {

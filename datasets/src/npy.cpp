@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 
+#include "glia/core/declared_size.hpp"
 #include "glia/datasets/atomic_file.hpp"
 #include "npy_header.hpp"
 
@@ -18,22 +19,13 @@ namespace glia {
 namespace {
 
 // The data size the header declares, checked for overflow before anything is allocated.
-// The non-zero dimensions must multiply to a size that fits even when another dimension is
-// zero: an empty tensor's strides and per-example sizes still multiply them.
 std::uint64_t data_bytes(const detail::NpyHeader& h, std::string_view context) {
-  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-  std::uint64_t n = static_cast<std::uint64_t>(dtype_size(h.dtype));
-  const std::vector<std::int64_t>& dims = h.shape.dims();
-  const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
-  for (std::int64_t d : dims) {
-    const auto u = static_cast<std::uint64_t>(d);
-    if (u == 0) continue;
-    check(n <= kMax / u, context, ": the shape ", h.shape.to_string(),
-          " in the header is too large: its ", empty ? "non-zero " : "",
-          "dimensions multiply past 2^63 bytes");
-    n *= u;
-  }
-  return empty ? 0 : n;
+  const DeclaredSize s =
+      declared_size(h.shape.dims(), static_cast<std::uint64_t>(dtype_size(h.dtype)),
+                    static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  check(s.fits, context, ": the shape ", h.shape.to_string(), " in the header is too large: its ",
+        s.empty ? "non-zero " : "", "dimensions multiply past 2^63 bytes");
+  return s.data_bytes();
 }
 
 // Reverses each element's bytes: .npy data is little-endian, whatever the host is.

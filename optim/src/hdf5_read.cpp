@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 
+#include "glia/core/declared_size.hpp"
 #include "hdf5_file.hpp"
 
 namespace glia::h5 {
@@ -116,23 +117,16 @@ Tensor File::read_tensor(const std::string& path) const {
   if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0)
     fail(cat("cannot read the shape of ", path));
   // The data must fit in the file: a damaged shape must not make us allocate terabytes.
-  // An empty dataset (a zero dimension) holds no data, but its other dimensions must still
-  // multiply to a size that fits, as its strides and per-example sizes multiply them.
   constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   for (hsize_t d : dims)
     if (d > kMax) fail(cat("dataset ", path, " has a dimension of ", d, ", beyond 2^63"));
   const std::vector<std::int64_t> shape(dims.begin(), dims.end());
-  const bool empty = std::find(dims.begin(), dims.end(), hsize_t{0}) != dims.end();
-  const std::uint64_t bound = empty ? kMax : size_;
-  std::uint64_t bytes = static_cast<std::uint64_t>(dtype_size(dtype));
-  for (hsize_t d : dims) {
-    if (d == 0) continue;
-    if (bytes > bound / d)
-      fail(cat("dataset ", path, " declares ", TensorType{dtype, Shape(shape)}.to_string(), ", ",
-               empty ? "whose non-zero dimensions multiply past 2^63 bytes"
+  // An empty dataset's non-zero dimensions are bounded by 2^63 bytes, others by the file.
+  const DeclaredSize s = declared_size(shape, static_cast<std::uint64_t>(dtype_size(dtype)), kMax);
+  if (!s.fits || (!s.empty && s.bytes > size_))
+    fail(cat("dataset ", path, " declares ", TensorType{dtype, Shape(shape)}.to_string(), ", ",
+             s.empty ? "whose non-zero dimensions multiply past 2^63 bytes"
                      : cat("more data than the file's ", size_, " bytes")));
-    bytes *= d;
-  }
   TypePair types = types_of(dtype);
   Tensor t(dtype, Shape(shape));
   if (t.numel() > 0 &&
