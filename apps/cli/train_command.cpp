@@ -3,6 +3,8 @@
 // loss and accuracy; --json adds one final JSON line with the figures. --checkpoint saves
 // the run after every epoch (and every N iterations); --resume continues it. A non-finite
 // loss halts the run with the step named and exit status 1 (--keep-on-nan trains on).
+// Under mpirun, --distributed trains data-parallel: each process a shard of every batch,
+// rank 0 alone printing and writing files; an error on one process ends them all.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "args.hpp"
 #include "commands.hpp"
@@ -31,6 +34,7 @@ struct TrainFlags {
   std::int64_t checkpoint_every = 0;  // iterations; 0: at the end of each epoch only
   bool resume = false;
   bool keep_on_nan = false;  // train on through a non-finite loss
+  bool distributed = false;  // data parallel over the processes mpirun started
 };
 
 std::string exact(double v) {
@@ -40,7 +44,8 @@ std::string exact(double v) {
 }
 
 // Stored in every checkpoint, so --resume (and eval, predict) can take the settings back.
-std::map<std::string, std::string> run_config(const DataFlags& f, const TrainFlags& t) {
+std::map<std::string, std::string> run_config(const DataFlags& f, const TrainFlags& t,
+                                              int processes) {
   return {{"command", "glia train"},
           {"dataset", f.dataset},
           {"model", f.model_json.empty() ? f.model : "json"},
@@ -48,7 +53,8 @@ std::map<std::string, std::string> run_config(const DataFlags& f, const TrainFla
           {"learning_rate", exact(t.learning_rate)},
           {"batch_size", std::to_string(f.batch_size)},
           {"seed", std::to_string(f.seed)},
-          {"backend", f.backend}};
+          {"backend", f.backend},
+          {"processes", std::to_string(processes)}};
 }
 
 void print_json(const DataFlags& f, const TrainFlags& t, const LoopState& s,
@@ -60,6 +66,7 @@ void print_json(const DataFlags& f, const TrainFlags& t, const LoopState& s,
                    {"batch_size", f.batch_size},
                    {"seed", f.seed},
                    {"backend", f.backend},
+                   {"processes", s.world_size},
                    {"epochs", s.epoch},
                    {"epoch_seconds", s.epoch_seconds},
                    {"samples_per_second", s.samples_per_second},
@@ -72,7 +79,12 @@ void print_json(const DataFlags& f, const TrainFlags& t, const LoopState& s,
   std::cout << j.dump() << "\n";
 }
 
-int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
+int train_on(const CLI::App& cmd, DataFlags f, TrainFlags t,
+             const std::shared_ptr<Communicator>& comm) {
+  const int rank = comm ? comm->rank() : 0, processes = comm ? comm->size() : 1;
+  // Data parallel: rank 0 alone prints; the others' output goes nowhere.
+  std::ostringstream quiet;
+  std::ostream& out = rank == 0 ? std::cout : quiet;
   std::optional<Checkpoint> from;
   if (t.resume) {
     check(!t.checkpoint.empty(), "--resume needs --checkpoint FILE, the run to continue");
@@ -83,10 +95,14 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
     take_setting(cmd, *from, "--optimizer", "optimizer", t.optimizer);
     take_setting(cmd, *from, "--learning-rate", "learning_rate", t.learning_rate);
     const LoopState& at = from->loop;
+    check(at.world_size == processes, t.checkpoint, " was saved by a run on ", at.world_size,
+          " process(es) and this one has ", processes, "; resume it with mpirun -np ",
+          at.world_size,
+          at.world_size > 1 ? " ... glia train --distributed" : " (no --distributed)");
     check(at.epoch < t.epochs || (at.epoch == t.epochs && at.iteration == 0), "--epochs ", t.epochs,
           " counts the epochs from the run's start, and ", t.checkpoint, " has completed ",
           at.epoch, " already; ask for more");
-  } else if (!t.checkpoint.empty() && std::filesystem::exists(t.checkpoint)) {
+  } else if (rank == 0 && !t.checkpoint.empty() && std::filesystem::exists(t.checkpoint)) {
     std::cerr << "note: " << t.checkpoint
               << " exists and will be replaced (--resume continues it instead)\n";
   }
@@ -96,11 +112,15 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
   if (from) check_checkpoint(*from, model);
   Data data = load(f, model);
   Loop loop = trainer(model, cross_entropy, optimizer(t.optimizer, t.learning_rate),
-                      {.backend = f.backend, .seed = f.seed, .metrics = {{"accuracy", accuracy}}});
+                      {.backend = f.backend,
+                       .seed = f.seed,
+                       .metrics = {{"accuracy", accuracy}},
+                       .output = &out,
+                       .communicator = comm});
   // Before the checkpoints: the iteration that went non-finite is never saved.
   if (!t.keep_on_nan) loop.terminate_on_nan();
   if (!t.checkpoint.empty()) {
-    std::map<std::string, std::string> config = run_config(f, t);
+    std::map<std::string, std::string> config = run_config(f, t, processes);
     loop.checkpoint({.path = t.checkpoint, .config = config});
     if (t.checkpoint_every > 0)
       loop.checkpoint({.path = t.checkpoint,
@@ -110,7 +130,7 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
   }
   // The next batch is gathered while a GPU step runs; on the cpu backend the step has
   // every core.
-  if (!t.plot.empty() || !t.log_csv.empty())
+  if (rank == 0 && (!t.plot.empty() || !t.log_csv.empty()))
     loop.handle(Event::epoch_completed, [t](LoopState& s) {
       // The loop records the epoch after its handlers: this one's figures are s.metrics.
       History h = s.history;
@@ -122,24 +142,49 @@ int run_train(const CLI::App& cmd, DataFlags f, TrainFlags t) {
   Batches train(data.train, {.batch_size = f.batch_size,
                              .shuffle = true,
                              .seed = f.seed,
-                             .prefetch = f.backend == "cuda"});
+                             .prefetch = f.backend == "cuda",
+                             .shard = rank,
+                             .shards = processes});
   LoopState s;
   if (from) {
-    std::cout << "resuming " << t.checkpoint << ": " << from->loop.epoch << " epochs and "
-              << from->loop.iteration << " batches done (step " << from->loop.train.step << ")\n";
+    out << "resuming " << t.checkpoint << ": " << from->loop.epoch << " epochs and "
+        << from->loop.iteration << " batches done (step " << from->loop.train.step << ")\n";
     s = loop.resume(train, {.epochs = t.epochs}, std::move(from->loop));
   } else {
     s = loop.run(train, {.epochs = t.epochs});
   }
   if (s.halted && !s.halt_reason.empty()) {
-    std::cerr << "error: training halted: " << s.halt_reason
-              << " (a lower --learning-rate may help; --keep-on-nan trains on)\n";
+    if (rank == 0)
+      std::cerr << "error: training halted: " << s.halt_reason
+                << " (a lower --learning-rate may help; --keep-on-nan trains on)\n";
     return 1;
   }
+  // Every process holds the same parameters: rank 0 tests them.
+  if (rank != 0) return 0;
   std::map<std::string, double> test = evaluate(model, s.train.model, data, f);
   std::cout << "test loss " << test.at("loss") << ", test accuracy " << test.at("accuracy") << "\n";
   if (f.json) print_json(f, t, s, test);
   return 0;
+}
+
+int run_train(const CLI::App& cmd, const DataFlags& f, const TrainFlags& t) {
+  if (!t.distributed) {
+    if (mpi::launched_size() > 1 && mpi::launched_rank() == 0)
+      std::cerr << "note: mpirun started " << mpi::launched_size()
+                << " processes and each trains alone; add --distributed to train one model "
+                   "data-parallel\n";
+    return train_on(cmd, f, t, nullptr);
+  }
+  mpi::Session session;  // glia::Error in a build without MPI
+  std::shared_ptr<Communicator> world = session.world();
+  try {
+    return train_on(cmd, f, t, world);
+  } catch (const std::exception& e) {
+    // The other processes would wait in a collective for this one: end them all.
+    std::cerr << "glia: error (rank " << world->rank() << " of " << world->size()
+              << "): " << e.what() << "\n";
+    mpi::abort(1);
+  }
 }
 
 // The class of each row: the index of its largest output.
@@ -262,6 +307,10 @@ Command add_train_command(CLI::App& app) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   cmd->add_flag("--resume", t->resume,
                 "Continue the run saved in --checkpoint; flags not given take its values");
+  cmd->add_flag("--distributed", t->distributed,
+                "Data-parallel training over the processes of mpirun -np N (MPI): each trains "
+                "on its share of every --batch-size batch, rank 0 prints and writes the "
+                "checkpoint; --threads counts per process");
   cmd->add_flag("--keep-on-nan", t->keep_on_nan,
                 "Train on when a batch's loss is NaN or infinite (by default the run halts "
                 "there, naming the step, and exits with status 1)");

@@ -35,6 +35,8 @@ detail::VjpTable make_table() {
   set_no_vjp(t, Op::constant, leaf, "a constant: gradients end here");
   set_no_vjp(t, Op::iota, none, "integer counting: no inputs to differentiate");
   set_no_vjp(t, Op::random_bits, none, "integer random bits of a key");
+  set_no_vjp(t, Op::all_reduce, none,
+             "a collective across processes: a training step adds it after autograd");
   const char* piecewise = "piecewise constant: its derivative is zero almost everywhere";
   for (Op op : {Op::sign, Op::floor, Op::ceil, Op::round}) set_no_vjp(t, op, zero, piecewise);
   set_no_vjp(t, Op::stop_gradient, zero, "the identity whose gradient is zero by definition");

@@ -59,6 +59,8 @@ std::string CTarget::fallback_reason(const Graph& graph, ValueId node) const {
   switch (n.op) {
     case Op::random_bits:
       return "random bits (a stochastic layer in train mode)";
+    case Op::all_reduce:
+      return "a collective across processes (a training step's gradient sum)";
     case Op::scatter_add:
     case Op::select_and_scatter:
       return "a gradient op, which predict does not need";

@@ -2,6 +2,7 @@
 // and the schedule.
 #include <algorithm>
 #include <queue>
+#include <tuple>
 
 #include "lowering/state.hpp"
 
@@ -85,6 +86,31 @@ void lower_reference(LoweringState& state) {
   }
 }
 
+namespace {
+// Every process of a communicator must issue its collectives in one order, whatever
+// kernels its shapes gave it: extra edges run one communicator's collectives in bucket
+// order (a bucket's collectives, if several, in graph order).
+void chain_collectives(const Graph& graph, const std::vector<Kernel>& kernels,
+                       std::vector<std::vector<int>>& readers, std::vector<int>& waiting) {
+  std::vector<std::tuple<std::int64_t, std::int64_t, ValueId, int>> collectives;
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    for (ValueId id : kernels[k].covered) {
+      const Node& n = graph.node(id);
+      if (n.op != Op::all_reduce) continue;
+      const auto& a = std::get<CollectiveAttrs>(n.attrs);
+      collectives.emplace_back(a.communicator, a.bucket, id, int(k));
+    }
+  std::sort(collectives.begin(), collectives.end());
+  for (std::size_t i = 1; i < collectives.size(); ++i) {
+    const auto& [comm, bucket, id, k] = collectives[i];
+    const auto& [prev_comm, prev_bucket, prev_id, prev_k] = collectives[i - 1];
+    if (comm != prev_comm || k == prev_k) continue;
+    readers[std::size_t(prev_k)].push_back(k);
+    ++waiting[std::size_t(k)];
+  }
+}
+}  // namespace
+
 // Kahn's algorithm, earliest graph node first, so the order follows the graph where it can.
 std::vector<Kernel> schedule(const Graph& graph, std::vector<Kernel> kernels) {
   const auto n = static_cast<std::size_t>(graph.size());
@@ -105,6 +131,7 @@ std::vector<Kernel> schedule(const Graph& graph, std::vector<Kernel> kernels) {
       ++waiting[k];
     }
   }
+  chain_collectives(graph, kernels, readers, waiting);
   auto later = [&](int a, int b) { return first[std::size_t(a)] > first[std::size_t(b)]; };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
   for (std::size_t k = 0; k < kernels.size(); ++k)

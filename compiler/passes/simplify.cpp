@@ -148,7 +148,9 @@ class Simplifier {
   // Constant folding. Splats stay splats whatever their size; other constant results
   // are computed only when small, and a broadcast of a constant stays a broadcast.
   ValueId fold(const Node& n) {
-    if (n.op == Op::random_bits) return kKeep;
+    // random_bits' constant key still draws; a collective's constant input is still summed
+    // over the processes, at run time.
+    if (n.op == Op::random_bits || n.op == Op::all_reduce) return kKeep;
     for (ValueId in : n.inputs)
       if (!constant_valued(out_, in)) return kKeep;
     if (is_elementwise(n.op) || keeps_values(n.op)) {

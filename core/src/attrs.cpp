@@ -114,7 +114,7 @@ bool fields_equal(const T& a, const T& b) {
 constexpr std::array<std::string_view, std::variant_size_v<Attrs>> kKindNames = {
     "none",      "parameter", "constant", "cast",        "iota", "broadcast", "reshape",
     "transpose", "slice",     "pad",      "axis",        "axes", "reduce",    "arg_reduce",
-    "dot",       "conv",      "window",   "random_bits", "scan"};
+    "dot",       "conv",      "window",   "random_bits", "scan", "collective"};
 
 }  // namespace
 

@@ -24,6 +24,7 @@ detail::OpTable make_table() {
   detail::add_window_rules(table);
   detail::add_random_rules(table);
   detail::add_control_rules(table);
+  detail::add_collective_rules(table);
   return table;
 }
 

@@ -26,5 +26,6 @@ void add_contraction_rules(OpTable& table);  // dot_general, convolution
 void add_window_rules(OpTable& table);       // window_sum, window_max, select_and_scatter
 void add_random_rules(OpTable& table);       // random_bits
 void add_control_rules(OpTable& table);      // scan
+void add_collective_rules(OpTable& table);   // all_reduce
 
 }  // namespace glia::detail

@@ -100,6 +100,11 @@ std::int64_t Batch::size() const { return examples(x, y, inputs, targets); }
 
 Batches::Batches(Dataset data, BatchOptions options) : data_(std::move(data)), options_(options) {
   check(options_.batch_size > 0, "Batches: batch_size must be positive, got ", options_.batch_size);
+  check(options_.shards >= 1, "Batches: shards must be >= 1, got ", options_.shards);
+  check(options_.shard >= 0 && options_.shard < options_.shards, "Batches: shard ", options_.shard,
+        " is not in [0, ", options_.shards, ")");
+  check(options_.shards <= options_.batch_size, "Batches: ", options_.shards,
+        " shards of a batch of ", options_.batch_size, " would leave some empty");
   check(!(data_.x.defined() && !data_.inputs.empty()),
         "Batches: the dataset has both x and named inputs; give one or the other");
   check(!(data_.y.defined() && !data_.targets.empty()),
@@ -121,7 +126,9 @@ Batches::Batches(Dataset data, BatchOptions options) : data_(std::move(data)), o
 
 std::int64_t Batches::batches_per_epoch() const {
   const std::int64_t n = data_.size(), b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
+  if (options_.drop_last) return n / b;
+  // Sharded, a last batch too small to give every shard an example is dropped.
+  return n / b + (n % b >= options_.shards ? 1 : 0);
 }
 
 BatchIterator Batches::epoch(std::int64_t epoch) const {
@@ -129,11 +136,16 @@ BatchIterator Batches::epoch(std::int64_t epoch) const {
   auto order = std::make_shared<const std::vector<std::int64_t>>(
       epoch_order(data_.size(), options_.shuffle, options_.seed, epoch));
   const std::int64_t n = data_.size(), size = options_.batch_size;
+  const std::int64_t shard = options_.shard, shards = options_.shards;
   // The closure holds its own references to x and y, so the iterator may outlive *this.
-  auto make_batch = [data = data_, order, n, size](std::int64_t b) {
-    const std::int64_t begin = b * size, count = std::min(size, n - begin);
+  auto make_batch = [data = data_, order, n, size, shard, shards](std::int64_t b) {
+    const std::int64_t global_begin = b * size, global = std::min(size, n - global_begin);
+    // This shard's contiguous share of the global batch.
+    const std::int64_t begin = global_begin + global * shard / shards;
+    const std::int64_t count = global_begin + global * (shard + 1) / shards - begin;
     const std::int64_t* rows = order->data() + begin;
     Batch batch;
+    if (shards > 1) batch.global_size = global;
     if (data.x.defined()) batch.x = gather_rows(data.x, rows, count);
     if (data.y.defined()) batch.y = gather_rows(data.y, rows, count);
     for (const auto& [name, t] : data.inputs) batch.inputs[name] = gather_rows(t, rows, count);

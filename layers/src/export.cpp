@@ -18,6 +18,8 @@ std::string unexportable(const Node& n) {
   switch (n.op) {
     case Op::random_bits:
       return "it draws random bits";
+    case Op::all_reduce:
+      return "it sums across processes (a training step's all_reduce)";
     case Op::scatter_add:
     case Op::select_and_scatter:
       return cat("it uses ", op_name(n.op), ", a gradient op");

@@ -50,6 +50,7 @@ void write_loop(h5::File& f, const LoopState& s) {
   f.write_attr("/loop", "total_iterations", s.total_iterations);
   f.write_attr("/loop", "samples", s.samples);
   f.write_attr("/loop", "epochs", s.epochs);
+  f.write_attr("/loop", "world_size", s.world_size);
   // One f64 array per metric over the epochs; NaN where an epoch lacks the metric.
   f.write_group("/loop/history");
   std::set<std::string> names;
@@ -148,6 +149,9 @@ void read_loop(const h5::File& f, LoopState& s) {
   s.total_iterations = read_count(f, "total_iterations");
   s.samples = read_count(f, "samples");
   s.epochs = read_count(f, "epochs");
+  // Files from before data parallelism were written by one process.
+  s.world_size = f.has_attr("/loop", "world_size") ? read_count(f, "world_size") : 1;
+  if (s.world_size < 1) f.fail(cat("/loop attribute 'world_size' is ", s.world_size));
   s.history.assign(static_cast<std::size_t>(s.epoch), {});
   for (const std::string& name : f.datasets_under("/loop/history")) {
     Tensor t = f.read_tensor("/loop/history/" + name);

@@ -76,9 +76,11 @@ void check_monitor(const std::string& monitor, std::int64_t patience, double min
 
 Loop& Loop::log(std::ostream& out, Filter filter, Event event) {
   std::ostream* stream = &out;
+  const Impl* owner = impl_.get();  // the hook lives inside the Impl it points to
   return handle(
       event,
-      [stream](LoopState& s) {
+      [stream, owner](LoopState& s) {
+        if (owner->rank() != 0) return HandlerResult::continue_;  // data parallel: rank 0 logs
         std::string where = event_name(s.event);
         if (iteration_event(s.event)) {
           // At iteration_started the batch under way is the next one.
@@ -108,10 +110,15 @@ Loop& Loop::validate(DataSource data, Filter filter) {
       Event::epoch_completed,
       [v, owner](LoopState& s) {
         if (!v->evaluator || v->version != owner->metrics_version) {
-          Loop e = evaluator(owner->model, {.backend = owner->backend,
-                                            .loss = owner->loss,
-                                            .losses = owner->losses,
-                                            .progress = ProgressMode::off});
+          // Sharded validation data: the evaluator sums over the processes; whole data
+          // gives every process the same metrics without any.
+          const bool sharded = v->data.shards() > 1;
+          Loop e =
+              evaluator(owner->model, {.backend = owner->backend,
+                                       .loss = owner->loss,
+                                       .losses = owner->losses,
+                                       .progress = ProgressMode::off,
+                                       .communicator = sharded ? owner->communicator : nullptr});
           for (const LoopMetric& m : owner->metrics) {
             if (m.output.empty())
               e.metric(m.name, m.fn, m.how);
@@ -230,6 +237,8 @@ Loop& Loop::checkpoint(CheckpointOptions o) {
           if (!better) return HandlerResult::continue_;
           *best = v;
         }
+        // Data parallel: every process holds the same state; rank 0 writes it.
+        if (owner->rank() != 0) return HandlerResult::continue_;
         if (o.keep_last == 0) {
           save_checkpoint(o.path, owner->model, s, o.config);
           return HandlerResult::continue_;

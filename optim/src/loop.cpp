@@ -2,6 +2,7 @@
 // the events in Axon's order around one compiled step per batch.
 #include <chrono>
 
+#include "glia/optim/distributed.hpp"
 #include "loop_impl.hpp"
 
 namespace glia {
@@ -9,8 +10,9 @@ namespace glia {
 // ---- Construction -------------------------------------------------------------------------
 
 StepOptions Loop::Impl::step_options() const {
-  StepOptions o{.backend = backend};
+  StepOptions o{.backend = backend, .communicator = communicator};
   for (const LoopMetric& m : metrics) {
+    if (m.how == metrics::Aggregate::running_sum) o.summed_metrics.insert(m.name);
     if (m.output.empty())
       o.metrics[m.name] = m.fn;
     else
@@ -62,6 +64,7 @@ Loop detail::make_trainer(Model model, LossFn loss, OutputLosses losses, Transfo
   l.seed = options.seed;
   l.output = options.output;
   l.progress = options.progress;
+  l.communicator = std::move(options.communicator);
   return add_metrics(loop, options);
 }
 
@@ -77,6 +80,7 @@ Loop evaluator(Model model, EvaluatorOptions options) {
   l.backend = options.backend;
   l.output = options.output;
   l.progress = options.progress;
+  l.communicator = std::move(options.communicator);
   for (auto& [name, fn] : options.metrics) loop.metric(name, fn);
   for (auto& [head, fns] : options.output_metrics)
     for (auto& [name, fn] : fns) loop.metric(head, name, fn);
@@ -128,7 +132,10 @@ double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::int64_t batch_size(const Batch& b) { return std::max<std::int64_t>(b.size(), 1); }
+// The examples of the whole batch (a shard's counts those of every shard).
+std::int64_t batch_size(const Batch& b) {
+  return std::max<std::int64_t>(b.global_size > 0 ? b.global_size : b.size(), 1);
+}
 
 // One step on a batch, with its x or named inputs and its y or named targets.
 template <class Step, class State>
@@ -188,6 +195,14 @@ void Loop::Impl::prepare_steps() {
   steps_version = metrics_version;
 }
 
+void Loop::Impl::check_shards(const DataSource& data, const char* who) const {
+  const std::int64_t shards = data.shards();
+  if (shards == 0 || shards == world_size()) return;
+  throw Error(cat(
+      who, ": the data is cut into ", shards, " shard(s) but the communicator has ", world_size(),
+      " process(es); give Batches BatchOptions{.shard = rank, .shards = ", world_size(), "}"));
+}
+
 LoopState resume_position(LoopState s) {
   switch (s.event) {
     case Event::epoch_completed:
@@ -223,8 +238,10 @@ LoopState Loop::run(const DataSource& data, RunOptions options,
                     std::optional<TrainState> initial) const {
   Impl& l = *impl_;
   check_run_options(options, "Loop::run");
+  l.check_shards(data, "Loop::run");
   l.prepare_steps();
   LoopState s;
+  s.world_size = l.world_size();
   s.epochs = options.epochs;
   s.batches_per_epoch = capped_batches(data, options);
   if (l.training) {
@@ -243,6 +260,8 @@ LoopState Loop::run(const DataSource& data, RunOptions options,
           "TrainState (e.g. TrainState{.model = state})");
     s.train = std::move(*initial);
   }
+  // Every process starts from rank 0's parameters (a trainer's; an evaluator's agree).
+  if (l.training && l.communicator) broadcast_state(s.train, *l.communicator);
   return l.drive(data, options, std::move(s));
 }
 
@@ -250,6 +269,11 @@ LoopState Loop::resume(const DataSource& data, RunOptions options, LoopState fro
   Impl& l = *impl_;
   check(l.training, "Loop::resume: only a trainer resumes a run (an evaluator has none)");
   check_run_options(options, "Loop::resume");
+  l.check_shards(data, "Loop::resume");
+  check(from.world_size == l.world_size(), "Loop::resume: the state was saved by a run on ",
+        from.world_size, " process(es) and this one has ", l.world_size(),
+        "; resume it with mpirun -np ", from.world_size,
+        " (a run resumes on the number of processes it started on)");
   l.prepare_steps();
   LoopState s = resume_position(std::move(from));
   check(s.epoch >= 0 && s.iteration >= 0, "Loop::resume: the state's position (epoch ", s.epoch,
@@ -268,6 +292,19 @@ LoopState Loop::resume(const DataSource& data, RunOptions options, LoopState fro
   }
   s.epochs = options.epochs;
   s.batches_per_epoch = capped_batches(data, options);
+  if (l.communicator) {
+    broadcast_state(s.train, *l.communicator);
+    // Every process must stand at the same batch, or their collectives would not pair up.
+    std::int64_t position[3] = {s.epoch, s.iteration, s.total_iterations};
+    std::int64_t roots[3] = {position[0], position[1], position[2]};
+    l.communicator->broadcast(roots, sizeof roots, 0);
+    std::int64_t differ = std::equal(position, position + 3, roots) ? 0 : 1;
+    l.communicator->all_reduce_sum(&differ, 1, DType::i64);
+    check(differ == 0, "Loop::resume: ", differ,
+          " process(es) resume from another position (epoch ", position[0], ", iteration ",
+          position[1], " here) than rank 0 (epoch ", roots[0], ", iteration ", roots[1],
+          "): every process must load the same checkpoint");
+  }
   return l.drive(data, options, std::move(s));
 }
 
@@ -288,7 +325,7 @@ LoopState Loop::Impl::drive(const DataSource& data, const RunOptions& options, L
     return HandlerResult::continue_;
   };
 
-  Progress progress(l.output, l.progress);
+  Progress progress(l.output, l.rank() == 0 ? l.progress : ProgressMode::off);
   double run_seconds = 0;
   std::int64_t run_samples = 0;
   // A resumed run may start inside an epoch: its first `skip` batches were done before.

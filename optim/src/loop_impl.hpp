@@ -40,6 +40,11 @@ struct Loop::Impl {
   std::ostream* output = nullptr;
   ProgressMode progress = ProgressMode::automatic;
   std::vector<LoopHook> hooks;
+  std::shared_ptr<Communicator> communicator;  // data parallel; null: one process
+  int rank() const { return communicator ? communicator->rank() : 0; }
+  int world_size() const { return communicator ? communicator->size() : 1; }
+  // Checks that sharded data fits the communicator (who: "Loop::run", ...).
+  void check_shards(const DataSource& data, const char* who) const;
 
   // Built at the first run after the metrics last changed.
   std::shared_ptr<TrainStep> train_step;

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "data_parallel.hpp"
 #include "glia/autograd/grad.hpp"
 #include "objective.hpp"
 #include "step_checks.hpp"
@@ -36,6 +37,7 @@ struct TrainGraph {
   detail::Objective objective;
   Transformation optimizer;
   ModelFacts facts;
+  detail::DataParallel dp;
 
   using Result = std::tuple<ExprParamMap, ExprParamMap, OptState, Expr, detail::NamedExprs>;
   template <class Y>
@@ -50,22 +52,41 @@ struct TrainGraph {
                     const detail::NamedExprs& x, const Y& y, const Expr& step, const Expr& lr_scale,
                     const Expr& key) const {
     Expr dropout_key;
-    if (facts.stochastic) dropout_key = fold_in_traced(random::fold_in(key, kDropoutStream), step);
+    if (facts.stochastic) {
+      dropout_key = fold_in_traced(random::fold_in(key, kDropoutStream), step);
+      // Each process's shard draws its own masks (rank 0 the ones of one process).
+      if (dp.rank() > 0) dropout_key = random::fold_in(dropout_key, std::uint32_t(dp.rank()));
+    }
+    // Data parallel: the shard's loss weighted by its example count n, so that summing the
+    // gradients over the processes and dividing by the total gives the whole batch's.
+    const double n = dp.active() ? double(x.begin()->second.dim(0)) : 1.0;
     Applied forward;
+    Expr shard_loss;
     detail::NamedExprs parts;  // each head's loss (several outputs)
     auto loss_of = [&](const ExprParamMap& p) {
       forward = apply(model, p, state, x, Mode::train, dropout_key);
       parts.clear();
-      return objective.loss(forward, y, parts);
+      shard_loss = objective.loss(forward, y, parts);
+      return dp.active() ? shard_loss * n : shard_loss;
     };
     auto [loss_value, grads] = value_and_grad(loss_of)(params);
-    auto [updates, next_opt] = optimizer.update(grads, opt, params);
-    detail::check_same_state(opt, next_opt);
     detail::check_same_model_state(state, forward.state);
-    ExprParamMap next = detail::scaled_update(params, updates, lr_scale, facts.frozen);
     detail::NamedExprs metrics = objective.metrics(forward, y);
     metrics.insert(parts.begin(), parts.end());
-    return {next, forward.state, next_opt, loss_value, metrics};
+    ExprParamMap next_state = forward.state;
+    if (dp.active()) {
+      detail::GlobalStats global = detail::reduce_stats(dp, n, shard_loss, metrics);
+      for (auto& [layer, values] : next_state)
+        for (auto& [name, e] : values)
+          if (is_float(e.dtype())) e = e * n;
+      detail::reduce_buckets(dp, grads, next_state, global.total);
+      loss_value = global.loss;
+      metrics = global.metrics;
+    }
+    auto [updates, next_opt] = optimizer.update(grads, opt, params);
+    detail::check_same_state(opt, next_opt);
+    ExprParamMap next = detail::scaled_update(params, updates, lr_scale, facts.frozen);
+    return {next, next_state, next_opt, loss_value, metrics};
   }
 };
 
@@ -73,6 +94,7 @@ struct EvalGraph {
   Model model;
   detail::Objective objective;
   std::string input;
+  detail::DataParallel dp;
 
   template <class Y>
   std::tuple<Expr, detail::NamedExprs> operator()(const ExprParamMap& params,
@@ -88,7 +110,10 @@ struct EvalGraph {
     detail::NamedExprs metrics = objective.metrics(out, y), parts;
     Expr l = objective.has_loss() ? objective.loss(out, y, parts) : scalar(0);
     metrics.insert(parts.begin(), parts.end());
-    return {l, metrics};
+    if (!dp.active()) return {l, metrics};
+    detail::GlobalStats global =
+        detail::reduce_stats(dp, double(x.begin()->second.dim(0)), l, metrics);
+    return {global.loss, global.metrics};
   }
 };
 
@@ -197,7 +222,8 @@ std::shared_ptr<TrainStep::Impl> make_train_step(Model model, LossFn loss, Outpu
   check(objective.has_loss(), "TrainStep: the loss is a null function");
   return std::make_shared<TrainStep::Impl>(TrainStep::Impl{
       model, optimizer, build(model, {.backend = options.backend}),
-      jit(TrainGraph{model, objective, optimizer, facts},
+      jit(TrainGraph{model, objective, optimizer, facts,
+                     detail::data_parallel(options, "TrainStep")},
           JitOptions{.backend = options.backend, .name = "train_step"}),
       jit(OptInitGraph{optimizer}, JitOptions{.backend = options.backend, .name = "opt_init"}),
       facts, objective});
@@ -275,10 +301,10 @@ std::shared_ptr<EvalStep::Impl> make_eval_step(const Model& model, LossFn loss, 
                                                const StepOptions& options) {
   ModelFacts facts = detail::model_facts(model, "EvalStep");
   detail::Objective objective(model, std::move(loss), std::move(losses), options, "EvalStep");
-  return std::make_shared<EvalStep::Impl>(
-      EvalStep::Impl{jit(EvalGraph{model, objective, facts.input},
-                         JitOptions{.backend = options.backend, .name = "eval_step"}),
-                     facts, objective});
+  return std::make_shared<EvalStep::Impl>(EvalStep::Impl{
+      jit(EvalGraph{model, objective, facts.input, detail::data_parallel(options, "EvalStep")},
+          JitOptions{.backend = options.backend, .name = "eval_step"}),
+      facts, objective});
 }
 }  // namespace
 

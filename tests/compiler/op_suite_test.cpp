@@ -10,6 +10,7 @@
 #include "compiler/cpu_test_util.hpp"
 #include "glia/autograd/grad.hpp"
 #include "glia/compiler/cuda.hpp"
+#include "glia/core/collective.hpp"
 #include "glia/core/scan.hpp"
 
 namespace glia::testing {
@@ -215,6 +216,19 @@ void add_leaves(OpCases& c) {
        }},
       {"uniform", {random::key(7)}, [](auto& x) { return random::uniform(x[0], {4}); }}};
   c[Op::stop_gradient] = {{"f32", {f({4}, 82)}, [](auto& x) { return stop_grad(x[0]) * 2.0; }}};
+  // One process: the sum over the processes is the value. Element-wise neighbours on both
+  // sides (which must not fuse across it) and a constant input (which must not fold).
+  static const auto one_process = std::make_shared<LocalCommunicator>();
+  static const std::int64_t local = register_communicator(one_process);
+  c[Op::all_reduce] = {
+      {"f32_between_sweeps",
+       {f({3, 5}, 83)},
+       [](auto& x) { return all_reduce(x[0] * 2.0, local, 1) + 1.0; }},
+      {"f64", {f({6}, 84, -2, 2, f64)}, [](auto& x) { return all_reduce(x[0], local, 0); }},
+      {"i64_constant", {f({2}, 85)}, [](auto& x) {
+         return cast(x[0], i64) +
+                all_reduce(constant(Tensor::from<std::int64_t>({3, 4})), local, 2);
+       }}};
 }
 
 // Loops: a tanh RNN (final carry and stacked outputs of one loop), its gradient (the

@@ -1,11 +1,7 @@
-// README block 8: a backend's LoweringTarget, lowering a graph (compiled, not linked: the
-// sketch declares its member functions without bodies).
-#include <string>
-#include <string_view>
-
+// README block 8: data-parallel training over MPI, on a model, loss and training split.
 #include <glia/glia.hpp>
 
-namespace readme_snippet_8 {
-extern const glia::Graph& graph;
+void readme_snippet_8(const glia::Model& model, const glia::LossFn& loss,
+                      const glia::MetricFn& accuracy, const glia::Dataset& data) {
 #include "snippet_8.inc"
-}  // namespace readme_snippet_8
+}

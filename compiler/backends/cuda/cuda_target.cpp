@@ -24,6 +24,9 @@ std::string CudaTarget::fallback_reason(const Graph& graph, ValueId node) const 
     case Op::window_max:
     case Op::select_and_scatter:
       return pool_fallback(graph, node);
+    case Op::all_reduce:
+      return "all_reduce on host buffers (the communicator's transport, MPI): staged through "
+             "the host";
     case Op::scan:
       return "loops run on the reference interpreter on cuda: their bodies are not compiled "
              "for the GPU yet";

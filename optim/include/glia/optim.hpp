@@ -3,6 +3,7 @@
 #pragma once
 
 #include "glia/optim/checkpoint.hpp"
+#include "glia/optim/distributed.hpp"
 #include "glia/optim/loop.hpp"
 #include "glia/optim/losses.hpp"
 #include "glia/optim/metrics.hpp"

@@ -200,10 +200,20 @@ struct ScanAttrs {
   }
 };
 
+// A collective's communicator (its id in collective.hpp's registry) and its bucket: the
+// collectives of one communicator run in bucket order on every process.
+struct CollectiveAttrs {
+  std::int64_t communicator = 0, bucket = 0;
+  template <class F>
+  void fields(F&& f) const {
+    f("communicator", communicator), f("bucket", bucket);
+  }
+};
+
 using Attrs = std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, CastAttrs, IotaAttrs,
                            BroadcastAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, PadAttrs,
                            AxisAttrs, AxesAttrs, ReduceAttrs, ArgReduceAttrs, DotAttrs, ConvAttrs,
-                           WindowAttrs, RandomBitsAttrs, ScanAttrs>;
+                           WindowAttrs, RandomBitsAttrs, ScanAttrs, CollectiveAttrs>;
 
 // The attribute kind an op expects: the index of its alternative in Attrs.
 enum class AttrKind : std::uint8_t {
@@ -225,7 +235,8 @@ enum class AttrKind : std::uint8_t {
   conv,
   window,
   random_bits,
-  scan
+  scan,
+  collective
 };
 inline AttrKind attr_kind(const Attrs& a) { return static_cast<AttrKind>(a.index()); }
 std::string_view attr_kind_name(AttrKind k);

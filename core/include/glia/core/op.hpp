@@ -77,7 +77,8 @@ namespace glia {
   X(select_and_scatter, "select_and_scatter", 2, window, window) \
   X(random_bits, "random_bits", 1, random_bits, random)          \
   X(stop_gradient, "stop_gradient", 1, none, unary)              \
-  X(scan, "scan", -1, scan, control)
+  X(scan, "scan", -1, scan, control)                             \
+  X(all_reduce, "all_reduce", 1, collective, collective)
 
 enum class Op : std::uint8_t {
 #define GLIA_OP_ENUM(e, name, arity, attr, cls) e,
@@ -103,7 +104,8 @@ enum class OpClass : std::uint8_t {
   contraction,
   window,
   random,
-  control  // structured loops: a body graph run by the op
+  control,    // structured loops: a body graph run by the op
+  collective  // a sum over the processes of a Communicator (collective.hpp)
 };
 
 // Shape/dtype inference: the result type of the op on these input types, or glia::Error

@@ -32,6 +32,9 @@ struct Batch {
   Tensor x, y;
   TensorMap inputs, targets;  // as in Dataset
   std::int64_t size() const;  // examples in the batch
+  // A shard's batch (BatchOptions::shards > 1): the examples of the whole batch, over
+  // every shard; 0 otherwise (the batch is whole).
+  std::int64_t global_size = 0;
 };
 
 struct BatchOptions {
@@ -45,6 +48,12 @@ struct BatchOptions {
   // a batch), so batches are gathered in next() unless asked for, as PyTorch's DataLoader
   // does by default.
   bool prefetch = false;
+  // Data-parallel training: process `shard` of `shards` takes its contiguous share of every
+  // batch of batch_size (the global batch) of the epoch's one order, which every process
+  // computes alike; the shares of one batch differ by at most one example. With shards > 1
+  // a last batch of fewer than `shards` examples is dropped, so no share is empty and
+  // every process runs the same number of steps.
+  std::int64_t shard = 0, shards = 1;
 };
 
 class BatchIterator {

@@ -61,6 +61,9 @@ struct LoopState {
   TrainState train;                                    // the model and optimizer state
   bool halted = false;                                 // a handler halted the loop
   std::string halt_reason;  // why, when the handler said (terminate_on_nan does)
+  // The processes that trained it (data parallel: TrainerOptions::communicator); a run
+  // resumes on as many.
+  std::int64_t world_size = 1;
 };
 
 using Handler = std::function<HandlerResult(LoopState& state)>;
@@ -92,15 +95,19 @@ class DataSource {
           auto it = std::make_shared<BatchIterator>(batches.epoch(e));
           return [it] { return it->next(); };
         }),
-        batches_per_epoch_(batches.batches_per_epoch()) {}
+        batches_per_epoch_(batches.batches_per_epoch()),
+        shards_(batches.options().shards) {}
   DataSource(std::vector<Batch> batches);  // NOLINT: the same batches in every epoch
   DataSource(std::function<Reader(std::int64_t epoch)> epoch, std::int64_t batches_per_epoch = 0);
   Reader epoch(std::int64_t epoch) const { return epoch_(epoch); }
   std::int64_t batches_per_epoch() const { return batches_per_epoch_; }  // 0: unknown
+  // Into how many shards its batches are cut (BatchOptions::shards); 0: unknown.
+  std::int64_t shards() const { return shards_; }
 
  private:
   std::function<Reader(std::int64_t)> epoch_;
   std::int64_t batches_per_epoch_ = 0;
+  std::int64_t shards_ = 0;
 };
 
 // automatic: a redrawn bar when the output is std::cout on a terminal and the CI
@@ -115,6 +122,11 @@ struct TrainerOptions {
   std::map<std::string, std::map<std::string, MetricFn>> output_metrics;
   std::ostream* output = nullptr;  // progress output; nullptr: std::cout
   ProgressMode progress = ProgressMode::automatic;
+  // Data-parallel training (distributed.hpp): every process runs the same loop on its
+  // shard of the batches (BatchOptions::shard, shards); rank 0's initial state goes to
+  // all; the step sums the gradients; the history holds global losses and metrics; only
+  // rank 0 shows progress, logs and writes checkpoints. Null: one process.
+  std::shared_ptr<Communicator> communicator;
 };
 
 struct EvaluatorOptions {
@@ -125,6 +137,8 @@ struct EvaluatorOptions {
   OutputLosses losses;  // several outputs: adds "loss" and "<head>_loss"
   std::ostream* output = nullptr;
   ProgressMode progress = ProgressMode::automatic;
+  // Sharded data over processes: global metrics, progress on rank 0 only.
+  std::shared_ptr<Communicator> communicator;
 };
 
 struct RunOptions {

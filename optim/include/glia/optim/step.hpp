@@ -8,11 +8,14 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "glia/compiler/jit.hpp"
 #include "glia/compiler/registry.hpp"
+#include "glia/core/collective.hpp"
 #include "glia/layers/build.hpp"
 #include "glia/optim/transform.hpp"
 
@@ -53,6 +56,17 @@ struct StepOptions {
   std::map<std::string, MetricFn> metrics;  // computed in the same graph
   // Several outputs: head -> metric name -> function, reported as "<head>_<name>".
   std::map<std::string, std::map<std::string, MetricFn>> output_metrics;
+  // Data parallelism (distributed.hpp): every process of the communicator calls the step
+  // on its shard of the batch, with the same model and options; the step sums n-weighted
+  // gradients, loss and metrics over them (so the loss must be a mean over the batch, the
+  // losses' default) and returns the global loss and metrics. Null or one process: off.
+  std::shared_ptr<Communicator> communicator;
+  // Gradients are summed in buckets of at most this many bytes, earliest-computed first,
+  // the first one at most 1 MiB (PyTorch DDP's sizes).
+  std::int64_t bucket_bytes = std::int64_t{25} << 20;
+  // Metrics whose batch values are summed over the processes (counts, aggregated as
+  // running sums) instead of averaged by example count.
+  std::set<std::string> summed_metrics;
 };
 
 class TrainStep {
