@@ -76,6 +76,9 @@ CSource emit_c(const Program& p, const CSourceOptions& options) {
           } else if constexpr (std::is_same_v<S, ScanSpec>) {
             // CTarget declines loops; unwritable() stops an export before it gets here.
             throw Error(cat("aot: a loop (", k.describe(p.graph), ") has no C form yet"));
+          } else if constexpr (std::is_same_v<S, CollectiveSpec>) {
+            // CTarget declines collectives: a predictor sums across no processes.
+            throw Error(cat("aot: a collective (", k.describe(p.graph), ") has no C form"));
           } else {
             return s.op == Op::dot_general ? detail::emit_general_dot(e, s.node)
                                            : detail::emit_general_conv(e, s.node);

@@ -56,7 +56,8 @@ const char* Kernel::kind() const {
           [](const MatmulSpec&) { return "matmul"; }, [](const ConvSpec&) { return "convolution"; },
           [](const PoolSpec&) { return "pooling"; }, [](const DirectSpec&) { return "direct"; },
           [](const FusedSpec&) { return "fused"; },
-          [](const ReferenceSpec&) { return "reference"; }, [](const ScanSpec&) { return "scan"; }},
+          [](const ReferenceSpec&) { return "reference"; }, [](const ScanSpec&) { return "scan"; },
+          [](const CollectiveSpec&) { return "collective"; }},
       spec);
 }
 
@@ -118,6 +119,10 @@ std::string Kernel::describe(const Graph& graph) const {
                    const auto& a = std::get<ScanAttrs>(graph.node(s.node).attrs);
                    return cat("scan ", a.body->name(), a.reverse ? " reversed" : "", " x", a.length,
                               ", ", s.results.size(), " result(s)");
+                 },
+                 [](const CollectiveSpec& s) {
+                   return cat("all_reduce bucket ", s.bucket, " of communicator ", s.communicator,
+                              ": ", dtype_name(s.dtype), "[", s.count, "] in place");
                  }},
       spec);
 }

@@ -132,6 +132,15 @@ std::vector<Kernel> schedule(const Graph& graph, std::vector<Kernel> kernels) {
     }
   }
   chain_collectives(graph, kernels, readers, waiting);
+  // A collective, and the kernel packing its bucket, run as soon as they are ready, so that
+  // the sum proceeds while the kernels after them compute (the rest of backward).
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    for (ValueId id : kernels[k].covered)
+      if (graph.node(id).op == Op::all_reduce) {
+        first[k] = -1;
+        for (ValueId in : kernels[k].inputs)
+          if (int p = producer[static_cast<std::size_t>(in)]; p >= 0) first[std::size_t(p)] = -1;
+      }
   auto later = [&](int a, int b) { return first[std::size_t(a)] > first[std::size_t(b)]; };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
   for (std::size_t k = 0; k < kernels.size(); ++k)
@@ -171,6 +180,7 @@ Program lower(const Graph& graph, const LoweringTarget& target) {
   // A target that realises no spec of its own gets reference kernels alone, without the
   // stages' analyses.
   if (dynamic_cast<const ReferenceTarget*>(&target) == nullptr) {
+    lowering::lower_collectives(state);
     lowering::lower_scans(state);
     lowering::lower_contractions(state);
     lowering::lower_fused(state);

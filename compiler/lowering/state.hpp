@@ -57,6 +57,7 @@ void lower_scans(LoweringState& state);         // loops, each as one kernel
 void lower_contractions(LoweringState& state);  // matmul, convolution, pooling
 void lower_fused(LoweringState& state);         // fused element-wise/reduction groups
 void lower_direct(LoweringState& state);        // window_sum, gather, ..., argmax/argmin
+void lower_collectives(LoweringState& state);   // all_reduce, where the target sums in place
 void lower_reference(LoweringState& state);     // every node left
 
 // The kernels in an order that runs every producer before its readers (earliest graph

@@ -78,7 +78,24 @@ bool finalized() {
 // MPI's counts are ints: a larger buffer goes in chunks.
 constexpr std::int64_t kChunk = std::int64_t{1} << 30;
 
-class MpiCommunicator final : public Communicator {
+class MpiCommunicator;
+
+// MPI_Iallreduce's request; waited for when dropped, so no sum outlives its buffer.
+class MpiRequest final : public CollectiveRequest {
+ public:
+  MpiRequest(std::shared_ptr<MpiCommunicator> comm, MPI_Request request)
+      : comm_(std::move(comm)), request_(request) {}
+  ~MpiRequest() override;
+  void wait() override;
+  bool test() override;
+
+ private:
+  std::shared_ptr<MpiCommunicator> comm_;
+  MPI_Request request_;
+};
+
+class MpiCommunicator final : public Communicator,
+                              public std::enable_shared_from_this<MpiCommunicator> {
  public:
   MpiCommunicator() {
     mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
@@ -109,6 +126,19 @@ class MpiCommunicator final : public Communicator {
                 "MPI_Allreduce");
     }
   }
+  std::unique_ptr<CollectiveRequest> start_all_reduce_sum(void* data, std::int64_t count,
+                                                          DType dtype) override {
+    if (count > kChunk) return Communicator::start_all_reduce_sum(data, count, dtype);
+    MPI_Datatype type = mpi_type(dtype);
+    MPI_Request request = MPI_REQUEST_NULL;
+    {
+      std::lock_guard lock(mutex_);
+      mpi_check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, MPI_SUM, comm_,
+                               &request),
+                "MPI_Iallreduce");
+    }
+    return std::make_unique<MpiRequest>(shared_from_this(), request);
+  }
   void broadcast(void* data, std::int64_t bytes, int root) override {
     std::lock_guard lock(mutex_);
     auto* p = static_cast<char*>(data);
@@ -122,12 +152,31 @@ class MpiCommunicator final : public Communicator {
     mpi_check(MPI_Barrier(comm_), "MPI_Barrier");
   }
   std::string name() const override { return "mpi"; }
+  std::mutex& mutex() { return mutex_; }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::mutex mutex_;
 };
+
+MpiRequest::~MpiRequest() {
+  if (request_ == MPI_REQUEST_NULL || finalized()) return;
+  std::lock_guard lock(comm_->mutex());
+  MPI_Wait(&request_, MPI_STATUS_IGNORE);
+}
+
+void MpiRequest::wait() {
+  std::lock_guard lock(comm_->mutex());
+  mpi_check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+}
+
+bool MpiRequest::test() {
+  std::lock_guard lock(comm_->mutex());
+  int done = 0;
+  mpi_check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  return done != 0;
+}
 
 }  // namespace
 

@@ -51,6 +51,23 @@ class CpuExecutable final : public PlacedExecutable {
       scratchpad_bytes_ = std::max(scratchpad_bytes_, realised_.back()->scratchpad_bytes());
     }
     compile_fused(graph.name(), options.fused);
+    // Which collectives' outputs each kernel reads: it waits for them before it runs.
+    std::vector<bool> collective(static_cast<std::size_t>(program_.graph.size()), false);
+    waits_.resize(program_.kernels.size());
+    for (std::size_t k = 0; k < program_.kernels.size(); ++k) {
+      const Kernel& kernel = program_.kernels[k];
+      for (ValueId in : kernel.inputs)
+        if (collective[static_cast<std::size_t>(in)]) waits_[k].push_back(in);
+      if (std::holds_alternative<CollectiveSpec>(kernel.spec))
+        for (ValueId out : kernel.outputs) collective[static_cast<std::size_t>(out)] = true;
+    }
+    // A collective whose result the next kernel reads runs blocking: nothing to overlap.
+    blocking_.assign(program_.kernels.size(), false);
+    for (std::size_t k = 0; k + 1 < program_.kernels.size(); ++k)
+      for (ValueId out : program_.kernels[k].outputs)
+        blocking_[k] =
+            blocking_[k] || (collective[static_cast<std::size_t>(out)] &&
+                             std::count(waits_[k + 1].begin(), waits_[k + 1].end(), out));
     if (const char* p = std::getenv("GLIA_CPU_PROFILE"); p != nullptr && *p != '\0' && *p != '0')
       profile_ = std::make_unique<Profile>(realised_.size());
   }
@@ -83,6 +100,8 @@ class CpuExecutable final : public PlacedExecutable {
   int threads_ = 0;
   Program program_;
   std::vector<std::unique_ptr<CpuKernel>> realised_;  // by kernel position
+  std::vector<std::vector<ValueId>> waits_;           // collective outputs kernel k reads
+  std::vector<bool> blocking_;                        // collectives the next kernel reads
   std::size_t scratchpad_bytes_ = 0;
   struct Profile {
     explicit Profile(std::size_t n) : nanoseconds(n) {}
@@ -181,10 +200,28 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
   cpu::FlushDenormals flush;
   cpu::RunContext ctx{values, ws->stream,
                       ws->scratchpad.defined() ? ws->scratchpad.raw_data() : nullptr};
+  // Collectives started and not yet awaited (their wait counts in their kernel's profile).
+  std::vector<cpu::InFlight> in_flight;
+  ctx.in_flight = &in_flight;
+  auto await = [&](std::size_t i) {
+    auto t0 = std::chrono::steady_clock::now();
+    in_flight[i].request->wait();
+    if (profile_)
+      profile_->nanoseconds[in_flight[i].kernel] +=
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                               t0)
+              .count();
+    in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(i));
+  };
   std::vector<Tensor> outputs;
   try {
     for (std::size_t k = 0; k < realised_.size(); ++k) {
+      for (ValueId v : waits_[k])
+        for (std::size_t i = 0; i < in_flight.size(); ++i)
+          if (in_flight[i].value == v) await(i--);
       ctx.state = ws->states[k].get();
+      ctx.in_flight = blocking_[k] ? nullptr : &in_flight;
+      const std::size_t started = in_flight.size();
       if (profile_) {
         auto t0 = std::chrono::steady_clock::now();
         realised_[k]->run(ctx);
@@ -194,11 +231,21 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
       } else {
         realised_[k]->run(ctx);
       }
+      for (std::size_t i = started; i < in_flight.size(); ++i) in_flight[i].kernel = k;
+      // MPI moves a non-blocking collective on only inside its calls.
+      for (std::size_t i = 0; i < in_flight.size(); ++i)
+        if (in_flight[i].kernel != k && in_flight[i].request->test()) await(i--);
     }
+    while (!in_flight.empty()) await(0);
     outputs = bind.outputs(inputs, donor != nullptr, [&](ValueId c) {
       return std::get<ConstantAttrs>(g.node(c).attrs).value;
     });
   } catch (...) {
+    // No collective may still write into the workspace once it goes back to the pool.
+    for (cpu::InFlight& f : in_flight) try {
+        f.request->wait();
+      } catch (...) {
+      }
     release();
     throw;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "glia/compiler/program.hpp"
+#include "glia/core/collective.hpp"
 
 namespace dnnl {
 struct engine;
@@ -29,11 +30,20 @@ struct KernelState {
 // What a kernel sees while it runs: where every value lives (by value id: arena slices, the
 // run's inputs, output buffers, constants). Its outputs' storage is garbage: it writes
 // every element.
+// A collective a kernel started and the value it writes: kernels reading that value wait.
+struct InFlight {
+  std::unique_ptr<CollectiveRequest> request;
+  ValueId value;
+  std::size_t kernel = 0;  // the executable's index of the kernel that started it
+};
+
 struct RunContext {
   std::byte* const* values;
   dnnl::stream& stream;
   void* scratchpad;              // 64-byte aligned, at least the largest scratchpad_bytes()
   KernelState* state = nullptr;  // this kernel's make_state() in this workspace
+  // Where a collective kernel leaves its request; null: the kernel waits for it itself.
+  std::vector<InFlight>* in_flight = nullptr;
 
   template <class T = std::byte>
   T* at(ValueId id) const {
@@ -90,6 +100,7 @@ std::unique_ptr<CpuKernel> realise_direct_layout(const Graph& graph, const Kerne
 std::unique_ptr<CpuKernel> realise_fused(const Kernel& kernel);
 std::unique_ptr<CpuKernel> realise_reference(const Graph& graph, const Kernel& kernel);
 std::unique_ptr<CpuKernel> realise_scan(const Graph& graph, const Kernel& kernel);
+std::unique_ptr<CpuKernel> realise_collective(const Kernel& kernel);
 
 // The kernel for any spec.
 std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,

@@ -97,6 +97,8 @@ std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,
       return realise_fused(kernel);
     case 6:
       return realise_scan(graph, kernel);
+    case 7:
+      return realise_collective(kernel);
     default:
       return realise_reference(graph, kernel);
   }

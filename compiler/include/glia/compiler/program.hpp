@@ -183,8 +183,19 @@ struct ScanSpec {
   std::vector<std::pair<std::int64_t, ValueId>> results;  // (result index, node)
 };
 
-using Spec =
-    std::variant<MatmulSpec, ConvSpec, PoolSpec, DirectSpec, FusedSpec, ReferenceSpec, ScanSpec>;
+// A sum over the processes of a communicator (all_reduce, collective.hpp): the input copied
+// to the output (unless they share storage), summed there in place. A backend may start it
+// and wait only before the first kernel reading its output, so that it runs while the
+// kernels in between compute (a gradient bucket's sum during the rest of backward).
+struct CollectiveSpec {
+  ValueId node = 0;
+  std::int64_t communicator = 0, bucket = 0;
+  DType dtype = DType::f32;
+  std::int64_t count = 0;
+};
+
+using Spec = std::variant<MatmulSpec, ConvSpec, PoolSpec, DirectSpec, FusedSpec, ReferenceSpec,
+                          ScanSpec, CollectiveSpec>;
 
 struct Kernel {
   Spec spec;
@@ -197,7 +208,7 @@ struct Kernel {
   // being read before the same element of the output is written (element-wise sweeps).
   std::vector<std::pair<ValueId, ValueId>> in_place;
 
-  // "matmul", "convolution", "pooling", "direct", "fused", "reference", "scan"
+  // "matmul", "convolution", "pooling", "direct", "fused", "reference", "scan", "collective"
   const char* kind() const;
   std::string describe(const Graph& graph) const;  // "matmul [128x784]·[784x128] + bias, relu"
 };

@@ -17,6 +17,16 @@ namespace glia {
 
 class Expr;
 
+// A collective under way (Communicator::start_all_reduce_sum).
+class CollectiveRequest {
+ public:
+  virtual ~CollectiveRequest() = default;
+  virtual void wait() = 0;  // returns once the buffer holds the result
+  // Moves the collective on without blocking (MPI progresses inside its calls); true once
+  // it completed (wait() then returns at once).
+  virtual bool test() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -27,6 +37,13 @@ class Communicator {
   // In place: every process's `count` elements become their sum over the processes, the
   // same bits on every process. dtype f32, f64, i32 or i64.
   virtual void all_reduce_sum(void* data, std::int64_t count, DType dtype) = 0;
+  // The same sum started, not awaited: the buffer belongs to the collective until its
+  // request's wait(). Null: it completed already (the default: all_reduce_sum).
+  virtual std::unique_ptr<CollectiveRequest> start_all_reduce_sum(void* data, std::int64_t count,
+                                                                  DType dtype) {
+    all_reduce_sum(data, count, dtype);
+    return nullptr;
+  }
   // In place: `bytes` bytes of `root` on every process.
   virtual void broadcast(void* data, std::int64_t bytes, int root) = 0;
   virtual void barrier() = 0;
