@@ -19,6 +19,10 @@ int device_count() {
 
 std::string unavailable() { return detail::cuda::unavailable_reason(); }
 
+#ifndef GLIA_HAVE_NCCL
+int nccl_version() { return 0; }  // built without nccl.h (nccl.cpp otherwise)
+#endif
+
 KernelReport compile_kernels(const Graph& graph, const std::string& arch) {
   verify(graph);
   KernelReport report;

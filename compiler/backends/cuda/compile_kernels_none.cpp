@@ -8,6 +8,8 @@ bool built() { return false; }
 
 int device_count() { return 0; }
 
+int nccl_version() { return 0; }
+
 std::string unavailable() {
   return "no CUDA device: glia was built without the cuda backend (configure with the CUDA "
          "toolkit installed and GLIA_CUDA=AUTO or ON)";

@@ -72,6 +72,9 @@ std::unique_ptr<CudaKernel> realise_matmul(const Graph& graph, const Kernel& ker
                                            const DeviceInfo& device);
 std::unique_ptr<CudaKernel> realise_convolution(const Graph& graph, const Kernel& kernel,
                                                 const DeviceInfo& device);
+// all_reduce with NCCL on device buffers (a build with nccl.h; CudaTarget takes the
+// CollectiveSpec only then).
+std::unique_ptr<CudaKernel> realise_collective(const Kernel& kernel, const DeviceInfo& device);
 
 // A program realised on a device: one CudaKernel per Program kernel (by position), and the
 // module of its generated kernels (NVRTC's CUBIN, loaded on the device's context) that

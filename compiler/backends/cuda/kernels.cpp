@@ -150,6 +150,10 @@ Realised realise_program(const Program& program, const DeviceInfo& device) {
       kernel = realise_matmul(program.graph, k, device);
     else if (std::holds_alternative<ConvSpec>(k.spec))
       kernel = realise_convolution(program.graph, k, device);
+#ifdef GLIA_HAVE_NCCL
+    else if (std::holds_alternative<CollectiveSpec>(k.spec))
+      kernel = realise_collective(k, device);
+#endif
     else if (const auto* ref = std::get_if<ReferenceSpec>(&k.spec))
       kernel = std::make_unique<ReferenceKernel>(program.graph, ref->node, ref->reason);
     else

@@ -85,6 +85,20 @@ const CudnnLibrary& cudnn() {
   return lib;
 }
 
+#ifdef GLIA_HAVE_NCCL
+const NcclLibrary& nccl() {
+  static const NcclLibrary lib = [] {
+    const char* library = "NCCL";
+    void* handle = open_library(library, {"libnccl.so.2", "libnccl.so"},
+                                "it comes with the CUDA toolkit or the libnccl2 package");
+    NcclLibrary made;
+    GLIA_NCCL_FUNCTIONS(GLIA_CUDA_BIND)
+    return made;
+  }();
+  return lib;
+}
+#endif
+
 #undef GLIA_CUDA_BIND
 
 }  // namespace glia::detail::cuda

@@ -10,6 +10,9 @@
 #include <cuda.h>
 #include <cudnn.h>
 #include <nvrtc.h>
+#ifdef GLIA_HAVE_NCCL
+#include <nccl.h>
+#endif
 
 namespace glia::detail::cuda {
 
@@ -117,6 +120,13 @@ namespace glia::detail::cuda {
   X(cudnnPoolingForward)                            \
   X(cudnnPoolingBackward)
 
+#define GLIA_NCCL_FUNCTIONS(X) \
+  X(ncclGetVersion)            \
+  X(ncclGetUniqueId)           \
+  X(ncclCommInitRank)          \
+  X(ncclAllReduce)             \
+  X(ncclGetErrorString)
+
 #define GLIA_CUDA_POINTER(name) decltype(&::name) name = nullptr;
 
 struct DriverLibrary {
@@ -131,6 +141,11 @@ struct CublasLtLibrary {
 struct CudnnLibrary {
   GLIA_CUDNN_FUNCTIONS(GLIA_CUDA_POINTER)
 };
+#ifdef GLIA_HAVE_NCCL
+struct NcclLibrary {
+  GLIA_NCCL_FUNCTIONS(GLIA_CUDA_POINTER)
+};
+#endif
 
 #undef GLIA_CUDA_POINTER
 
@@ -141,5 +156,8 @@ const DriverLibrary& driver_library();
 const NvrtcLibrary& nvrtc();
 const CublasLtLibrary& cublaslt();
 const CudnnLibrary& cudnn();
+#ifdef GLIA_HAVE_NCCL
+const NcclLibrary& nccl();  // libnccl.so.2: needs no GPU to load
+#endif
 
 }  // namespace glia::detail::cuda

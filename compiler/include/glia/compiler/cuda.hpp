@@ -40,4 +40,9 @@ struct KernelReport {
 // NVRTC's log).
 KernelReport compile_kernels(const Graph& graph, const std::string& arch = "sm_90");
 
+// NCCL's version (2.28.9: 22809) where glia was built with nccl.h and libnccl loads (no
+// GPU needed); 0 otherwise. With it, the cuda backend sums all_reduce nodes on device
+// buffers; without, it stages them through the host.
+int nccl_version();
+
 }  // namespace glia::cuda
