@@ -89,9 +89,12 @@ void lower_reference(LoweringState& state) {
 namespace {
 // Every process of a communicator must issue its collectives in one order, whatever
 // kernels its shapes gave it: extra edges run one communicator's collectives in bucket
-// order (a bucket's collectives, if several, in graph order).
-void chain_collectives(const Graph& graph, const std::vector<Kernel>& kernels,
-                       std::vector<std::vector<int>>& readers, std::vector<int>& waiting) {
+// order (a bucket's collectives, if several, in graph order). A collective, and the kernel
+// packing its bucket, run as soon as they are ready (priority -1), so that the sum
+// proceeds while the kernels after them compute (the rest of backward).
+void order_collectives(const Graph& graph, const std::vector<Kernel>& kernels,
+                       const std::vector<int>& producer, std::vector<std::vector<int>>& readers,
+                       std::vector<int>& waiting, std::vector<ValueId>& first) {
   std::vector<std::tuple<std::int64_t, std::int64_t, ValueId, int>> collectives;
   for (std::size_t k = 0; k < kernels.size(); ++k)
     for (ValueId id : kernels[k].covered) {
@@ -99,6 +102,9 @@ void chain_collectives(const Graph& graph, const std::vector<Kernel>& kernels,
       if (n.op != Op::all_reduce) continue;
       const auto& a = std::get<CollectiveAttrs>(n.attrs);
       collectives.emplace_back(a.communicator, a.bucket, id, int(k));
+      first[k] = -1;
+      for (ValueId in : kernels[k].inputs)
+        if (int p = producer[static_cast<std::size_t>(in)]; p >= 0) first[std::size_t(p)] = -1;
     }
   std::sort(collectives.begin(), collectives.end());
   for (std::size_t i = 1; i < collectives.size(); ++i) {
@@ -131,16 +137,7 @@ std::vector<Kernel> schedule(const Graph& graph, std::vector<Kernel> kernels) {
       ++waiting[k];
     }
   }
-  chain_collectives(graph, kernels, readers, waiting);
-  // A collective, and the kernel packing its bucket, run as soon as they are ready, so that
-  // the sum proceeds while the kernels after them compute (the rest of backward).
-  for (std::size_t k = 0; k < kernels.size(); ++k)
-    for (ValueId id : kernels[k].covered)
-      if (graph.node(id).op == Op::all_reduce) {
-        first[k] = -1;
-        for (ValueId in : kernels[k].inputs)
-          if (int p = producer[static_cast<std::size_t>(in)]; p >= 0) first[std::size_t(p)] = -1;
-      }
+  order_collectives(graph, kernels, producer, readers, waiting, first);
   auto later = [&](int a, int b) { return first[std::size_t(a)] > first[std::size_t(b)]; };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
   for (std::size_t k = 0; k < kernels.size(); ++k)

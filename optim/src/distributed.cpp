@@ -34,19 +34,26 @@ std::uint64_t layout_hash(const TrainState& s) {
 
 }  // namespace
 
+std::int64_t processes_differing(Communicator& comm, const void* data, std::int64_t bytes,
+                                 int root) {
+  std::vector<std::byte> roots(static_cast<std::size_t>(bytes));
+  if (bytes > 0) std::memcpy(roots.data(), data, roots.size());
+  comm.broadcast(roots.data(), bytes, root);
+  std::int64_t differ = bytes > 0 && std::memcmp(roots.data(), data, roots.size()) != 0 ? 1 : 0;
+  comm.all_reduce_sum(&differ, 1, DType::i64);
+  return differ;
+}
+
 void broadcast_state(TrainState& state, Communicator& comm, int root) {
   check(root >= 0 && root < comm.size(), "broadcast_state: root ", root, " is not a rank of ",
         comm.size());
   if (comm.size() == 1) return;
   // Every process learns whether any differs from root, before bytes move.
-  std::uint64_t mine = layout_hash(state), roots = mine;
-  comm.broadcast(&roots, sizeof roots, root);
-  std::int64_t differ = mine != roots ? 1 : 0;
-  comm.all_reduce_sum(&differ, 1, DType::i64);
+  const std::uint64_t layout = layout_hash(state);
+  const std::int64_t differ = processes_differing(comm, &layout, sizeof layout, root);
   check(differ == 0, "broadcast_state: ", differ, " process(es) hold parameters, model state or ",
         "optimizer state whose names, shapes or dtypes differ from rank ", root,
-        "'s (every process must build the same model and optimizer)",
-        mine != roots ? " - this one among them" : "");
+        "'s (every process must build the same model and optimizer)");
   for (Tensor* t : entries(state)) {
     if (t->device().is_host()) {
       // A tensor others hold too (a caller's copy) is not overwritten: this one gets its own.

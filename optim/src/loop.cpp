@@ -295,15 +295,11 @@ LoopState Loop::resume(const DataSource& data, RunOptions options, LoopState fro
   if (l.communicator) {
     broadcast_state(s.train, *l.communicator);
     // Every process must stand at the same batch, or their collectives would not pair up.
-    std::int64_t position[3] = {s.epoch, s.iteration, s.total_iterations};
-    std::int64_t roots[3] = {position[0], position[1], position[2]};
-    l.communicator->broadcast(roots, sizeof roots, 0);
-    std::int64_t differ = std::equal(position, position + 3, roots) ? 0 : 1;
-    l.communicator->all_reduce_sum(&differ, 1, DType::i64);
+    const std::int64_t position[3] = {s.epoch, s.iteration, s.total_iterations};
+    const std::int64_t differ = processes_differing(*l.communicator, position, sizeof position);
     check(differ == 0, "Loop::resume: ", differ,
-          " process(es) resume from another position (epoch ", position[0], ", iteration ",
-          position[1], " here) than rank 0 (epoch ", roots[0], ", iteration ", roots[1],
-          "): every process must load the same checkpoint");
+          " process(es) resume from another position than rank 0 (epoch ", position[0],
+          ", iteration ", position[1], " here): every process must load the same checkpoint");
   }
   return l.drive(data, options, std::move(s));
 }

@@ -4,17 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "glia/datasets/dataset.hpp"
+#include "datasets/batch_util.hpp"
 
 namespace glia {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-
-Dataset ids(std::int64_t n) {
-  return {Tensor::iota(Shape{n, 2}, std::nullopt, f32), Tensor::iota(Shape{n}, 0, i64)};
-}
 
 std::vector<std::vector<std::int64_t>> batches_of(const Batches& b, std::int64_t epoch,
                                                   std::vector<std::int64_t>* global = nullptr) {
@@ -31,7 +27,7 @@ std::vector<std::vector<std::int64_t>> batches_of(const Batches& b, std::int64_t
 
 TEST(BatchesShards, SharesOfEachBatchMakeTheOneProcessOrder) {
   // 23 examples in batches of 8: 8, 8, 7; three shards get 2/3/3, 2/3/3 and 2/2/3.
-  Dataset d = ids(23);
+  Dataset d = counting_dataset(23);
   BatchOptions o{.batch_size = 8, .shuffle = true, .seed = 5};
   std::vector<std::vector<std::int64_t>> whole = batches_of(Batches(d, o), 2);
   std::vector<std::vector<std::vector<std::int64_t>>> parts;
@@ -60,21 +56,21 @@ TEST(BatchesShards, SharesOfEachBatchMakeTheOneProcessOrder) {
 
 TEST(BatchesShards, ALastBatchTooSmallForEveryShardIsDropped) {
   // 17 in batches of 8 over 2 shards: the last batch of 1 example is dropped...
-  Batches a(ids(17), {.batch_size = 8, .shard = 1, .shards = 2});
+  Batches a(counting_dataset(17), {.batch_size = 8, .shard = 1, .shards = 2});
   EXPECT_EQ(a.batches_per_epoch(), 2);
   EXPECT_EQ(batches_of(a, 0).size(), 2u);
   // ... one of 2 is kept, an example each.
-  Batches b(ids(18), {.batch_size = 8, .shard = 1, .shards = 2});
+  Batches b(counting_dataset(18), {.batch_size = 8, .shard = 1, .shards = 2});
   std::vector<std::vector<std::int64_t>> got = batches_of(b, 0);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got.back(), (std::vector<std::int64_t>{17}));
   // Unsharded, a last batch of one example stays.
-  EXPECT_EQ(Batches(ids(17), {.batch_size = 8}).batches_per_epoch(), 3);
-  EXPECT_EQ(Batches(ids(17), {.batch_size = 8}).epoch(0).next()->global_size, 0);
+  EXPECT_EQ(Batches(counting_dataset(17), {.batch_size = 8}).batches_per_epoch(), 3);
+  EXPECT_EQ(Batches(counting_dataset(17), {.batch_size = 8}).epoch(0).next()->global_size, 0);
 }
 
 TEST(BatchesShards, BadShardOptionsAreRefused) {
-  Dataset d = ids(10);
+  Dataset d = counting_dataset(10);
   EXPECT_THAT([&] { Batches(d, {.batch_size = 4, .shard = 2, .shards = 2}); },
               ThrowsMessage<Error>(HasSubstr("shard 2 is not in [0, 2)")));
   EXPECT_THAT([&] { Batches(d, {.batch_size = 4, .shard = -1, .shards = 2}); },

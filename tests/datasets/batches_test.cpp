@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "batch_iterator.hpp"
+#include "datasets/batch_util.hpp"
 #include "glia/datasets/dataset.hpp"
 
 namespace glia {
@@ -19,12 +20,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-
-// n examples: y[i] = i (i64) and x[i] = [2i, 2i + 1] (f32), so every row of a batch
-// names its example and the x row can be checked against it.
-Dataset counting_dataset(std::int64_t n) {
-  return {Tensor::iota(Shape{n, 2}, std::nullopt, f32), Tensor::iota(Shape{n}, 0, i64)};
-}
 
 std::vector<Batch> all_batches(const Batches& batches, std::int64_t epoch) {
   std::vector<Batch> out;

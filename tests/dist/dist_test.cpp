@@ -3,13 +3,14 @@
 // batch up to rounding, and a checkpointed run resumes on 2 ranks as if never stopped.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <sstream>
 
 #include "dist_env.hpp"
 #include "expect_error.hpp"
-#include "optim/checkpoint_test_util.hpp"
+#include "optim/data_parallel_util.hpp"
 
 namespace glia::testing {
 namespace {
@@ -28,15 +29,14 @@ Tensor share(const Tensor& t, std::int64_t begin, std::int64_t n) {
 std::int64_t ranks_differing(const TrainState& s) {
   std::int64_t differ = 0;
   auto compare = [&](const Tensor& t) {
-    Tensor mine = t.to_host().clone(), roots = mine.clone();
-    world().broadcast(roots.raw_data(), static_cast<std::int64_t>(roots.nbytes()), 0);
-    if (std::memcmp(mine.raw_data(), roots.raw_data(), mine.nbytes()) != 0) differ = 1;
+    Tensor host = t.to_host();
+    differ = std::max(differ, processes_differing(world(), host.raw_data(),
+                                                  static_cast<std::int64_t>(host.nbytes())));
   };
   for (const auto* m : {&s.model.params, &s.model.state})
     for (const auto& [layer, tensors] : *m)
       for (const auto& [name, t] : tensors) compare(t);
   for (const auto& [name, t] : s.optimizer) compare(t);
-  world().all_reduce_sum(&differ, 1, DType::i64);
   return differ;
 }
 
@@ -109,23 +109,9 @@ std::string shared_dir(const TempDir& mine) {
   return path.data();
 }
 
-Loop rank_trainer(std::ostream& out) {
-  return trainer(small_classifier(), cross_entropy, optimizers::adam(1e-2),
-                 {.backend = "cpu",
-                  .seed = 3,
-                  .metrics = {{"accuracy", accuracy}},
-                  .output = &out,
-                  .progress = ProgressMode::lines,
-                  .communicator = dist::session().world()});
-}
+Loop world_trainer(std::ostream& out) { return rank_trainer(dist::session().world(), out); }
 
-Batches shard_batches(const Dataset& d) {
-  return Batches(d, {.batch_size = 16,
-                     .shuffle = true,
-                     .seed = 4,
-                     .shard = world().rank(),
-                     .shards = world().size()});
-}
+Batches shard_batches(const Dataset& d) { return shards_of(d, world().rank(), world().size()); }
 
 // Checkpoint after epoch 1 (rank 0 writes it), resume to epoch 3 on both ranks: the same
 // state and history as an uninterrupted run; one rank printed; a one-process state or a
@@ -136,7 +122,7 @@ TEST(Mpi, CheckpointAndResumeOnTwoRanks) {
   Dataset data = synthetic_classes(100, 9);
   const std::string path = dir + "/epoch1.h5";
   std::ostringstream out;
-  Loop whole_loop = rank_trainer(out);
+  Loop whole_loop = world_trainer(out);
   whole_loop.checkpoint({.path = path, .filter = Filter::once(1)});
   whole_loop.checkpoint({.path = dir + "/rank" + std::to_string(world().rank()) + ".h5"});
   LoopState whole = whole_loop.run(shard_batches(data), {.epochs = 3});
@@ -147,13 +133,13 @@ TEST(Mpi, CheckpointAndResumeOnTwoRanks) {
   Checkpoint c = load_checkpoint(path);
   EXPECT_EQ(c.loop.world_size, 2);
   std::ostringstream quiet;
-  LoopState resumed = rank_trainer(quiet).resume(shard_batches(data), {.epochs = 3}, c.loop);
+  LoopState resumed = world_trainer(quiet).resume(shard_batches(data), {.epochs = 3}, c.loop);
   expect_same(whole.train, resumed.train);
   EXPECT_EQ(whole.history, resumed.history);
   EXPECT_EQ(ranks_differing(resumed.train), 0);
   LoopState single = c.loop;
   single.world_size = 1;
-  expect_error([&] { rank_trainer(quiet).resume(shard_batches(data), {.epochs = 3}, single); },
+  expect_error([&] { world_trainer(quiet).resume(shard_batches(data), {.epochs = 3}, single); },
                "saved by a run on 1 process(es) and this one has 2");
   world().barrier();  // rank 0's folder outlives every rank's reads
 }

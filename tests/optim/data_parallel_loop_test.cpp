@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "expect_error.hpp"
-#include "optim/checkpoint_test_util.hpp"
+#include "optim/data_parallel_util.hpp"
 #include "optim/thread_group.hpp"
 
 namespace glia::testing {
@@ -15,21 +15,6 @@ struct RankRun {
   std::string progress, log;
   LoopState state;
 };
-
-Loop rank_trainer(const std::shared_ptr<Communicator>& comm, std::ostream& out) {
-  return trainer(small_classifier(), cross_entropy, optimizers::adam(1e-2),
-                 {.backend = "cpu",
-                  .seed = 3,
-                  .metrics = {{"accuracy", accuracy}},
-                  .output = &out,
-                  .progress = ProgressMode::lines,
-                  .communicator = comm});
-}
-
-Batches shards_of(const Dataset& d, int rank, int shards) {
-  return Batches(d,
-                 {.batch_size = 16, .shuffle = true, .seed = 4, .shard = rank, .shards = shards});
-}
 
 TEST(DataParallelLoop, RankZeroPrintsAndSavesTheSameRun) {
   TempDir dir;

@@ -60,8 +60,6 @@ std::string fallback(const Graph& g, ValueId id) {
         return "windows over more than three axes besides batch and channels";
       return "";
     }
-    case Op::all_reduce:
-      return "all_reduce: a host collective on the communicator, in place";
     default:
       break;
   }

@@ -54,4 +54,9 @@ namespace glia {
 // shapes and dtypes on every process; glia::Error otherwise, on every process).
 void broadcast_state(TrainState& state, Communicator& communicator, int root = 0);
 
+// How many processes hold other bytes than `root` in data[0, bytes), the same count on
+// every process: what they must agree on, checked before a collective that needs it.
+std::int64_t processes_differing(Communicator& communicator, const void* data, std::int64_t bytes,
+                                 int root = 0);
+
 }  // namespace glia
