@@ -119,5 +119,44 @@ TEST(CpuNative, ReductionsOverOuterAxesRunCompiledAndSplitBetweenThreads) {
   }
 }
 
+// Row reductions whose rows are long enough for lanes: blocks of four sets of 16 lanes,
+// then blocks of 16, then a remainder. Each row's largest element (or a NaN) sits in
+// another of those parts, so every part must reach the result.
+TEST(CpuNative, RowReductionsReachEveryLaneSetBlockAndRemainder) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("lane_sets");
+  constexpr std::int64_t kRows = 40;
+  for (std::int64_t cols : {32, 47, 64, 79, 80, 95, 143}) {
+    SCOPED_TRACE(cat(cols, " columns"));
+    Graph g = trace(
+        [](const std::vector<Expr>& in) {
+          return std::vector<Expr>{reduce_max(in[0], {1}), sum(in[0], {1})};
+        },
+        {{f32, {kRows, cols}}}, "rows");
+    std::vector<float> x(std::size_t(kRows * cols));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 13) % 31) / 31.f - 0.5f;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      const std::int64_t at = (r * 7) % cols;  // lane sets 0-3, the 16-block, the remainder
+      x[std::size_t(r * cols + at)] = r % 5 == 4 ? std::nanf("") : 1.f + float(r);
+    }
+    std::vector<Tensor> got =
+        on_cpu(g, 1, CompileOptions::Cpu::Fused::compiled)
+            ->run(std::vector<Tensor>{Tensor::from<float>(x, Shape{kRows, cols})});
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      const float* row = x.data() + r * cols;
+      double total = 0;
+      for (std::int64_t c = 0; c < cols; ++c) total += row[c];
+      if (r % 5 == 4) {
+        EXPECT_TRUE(std::isnan(got[0].data<float>()[r])) << "row " << r;
+        EXPECT_TRUE(std::isnan(got[1].data<float>()[r])) << "row " << r;
+      } else {
+        EXPECT_EQ(got[0].data<float>()[r], 1.f + float(r)) << "row " << r;
+        EXPECT_NEAR(got[1].data<float>()[r], total, 1e-4) << "row " << r;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace glia::testing

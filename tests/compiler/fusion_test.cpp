@@ -38,15 +38,16 @@ Graph trace1(const TensorType& t, std::function<Expr(const Expr&)> fn, std::stri
                name);
 }
 
-TEST(Fusion, SoftmaxIsOneKernelOfThreePhases) {
+TEST(Fusion, SoftmaxIsOneKernelOfFourPhases) {
   GLIA_REQUIRE_CPU_BACKEND();
   Graph g = trace1(
       {f32, {128, 10}}, [](const Expr& x) { return softmax(x); }, "softmax");
   auto exe = fused_kernels(g, {seeded({128, 10}, f32, -5, 5, 1)});
   ASSERT_EQ(kernel_count(*exe), 1u);
   const auto& f = std::get<FusedSpec>(exe->program().kernels[0].spec);
-  ASSERT_EQ(f.sweeps.size(), 3u);
-  // max over rows | exp, and its sum over rows | divide: each sweep over all 1280 elements.
+  ASSERT_EQ(f.sweeps.size(), 4u);
+  // max over rows | exp, and its sum over rows | the sums' reciprocals, one a row |
+  // multiply: the first two and the last over all 1280 elements.
   ASSERT_EQ(f.sweeps[0].reductions.size(), 1u);
   EXPECT_EQ(f.sweeps[0].reductions[0].op, Op::reduce_max);
   ASSERT_EQ(f.sweeps[0].reductions[0].extents.size(), 2u);
@@ -57,10 +58,15 @@ TEST(Fusion, SoftmaxIsOneKernelOfThreePhases) {
   ASSERT_EQ(f.sweeps[1].reductions.size(), 1u);
   EXPECT_EQ(f.sweeps[1].reductions[0].op, Op::reduce_sum);
   EXPECT_TRUE(f.sweeps[2].reductions.empty());
-  for (const auto& sweep : f.sweeps) EXPECT_EQ(sweep.numel, 1280);
-  // The two row results and the exponentials are kept between sweeps: the cpu target
-  // stores a transcendental value a later sweep reads rather than computing it again.
-  EXPECT_EQ(exe->program().kernels[0].temporaries.size(), 3u);
+  EXPECT_TRUE(f.sweeps[3].reductions.empty());
+  EXPECT_EQ(f.sweeps[0].numel, 1280);
+  EXPECT_EQ(f.sweeps[1].numel, 1280);
+  EXPECT_EQ(f.sweeps[2].numel, 128);
+  EXPECT_EQ(f.sweeps[3].numel, 1280);
+  // The two row results, the reciprocals and the exponentials are kept between sweeps:
+  // the cpu target stores a transcendental value a later sweep reads rather than
+  // computing it again.
+  EXPECT_EQ(exe->program().kernels[0].temporaries.size(), 4u);
 }
 
 TEST(Fusion, LogSoftmaxAndLayerNormAreOneKernelEach) {

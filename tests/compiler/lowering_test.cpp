@@ -100,7 +100,7 @@ TEST(Lowering, SoftmaxSweepsAndExtents) {
   Program p = lower(optimize(g), TestTarget(all));
   ASSERT_EQ(p.kernels.size(), 1u) << p.describe();
   const auto& f = std::get<FusedSpec>(p.kernels[0].spec);
-  ASSERT_EQ(f.sweeps.size(), 3u);
+  ASSERT_EQ(f.sweeps.size(), 4u);  // max | exp, sum | reciprocal | multiply
   // Over axis 0: the reduced extent is the outer one.
   const auto& max = f.sweeps[0].reductions.at(0);
   EXPECT_EQ(max.op, Op::reduce_max);
@@ -125,9 +125,10 @@ TEST(Lowering, SoftmaxSweepsAndExtents) {
     }
     EXPECT_EQ(sweep.registers, defined);
   }
-  // The two reductions and the exponentials are kept for the later sweeps: temporaries of
-  // this kernel alone; the division's sweep loads the exponentials, it computes none.
-  EXPECT_EQ(p.kernels[0].temporaries.size(), 3u);
+  // The two reductions, the reciprocals and the exponentials are kept for the later
+  // sweeps: temporaries of this kernel alone; the multiplication's sweep loads the
+  // exponentials, it computes none.
+  EXPECT_EQ(p.kernels[0].temporaries.size(), 4u);
   for (ValueId t : p.kernels[0].temporaries) {
     EXPECT_EQ(p.placement[std::size_t(t)].kind, Placement::Kind::arena);
     EXPECT_EQ(p.memory.last_use[std::size_t(t)], 0);
@@ -139,14 +140,15 @@ TEST(Lowering, SoftmaxSweepsAndExtents) {
   };
   EXPECT_EQ(exps(f.sweeps[1]), 1);
   EXPECT_EQ(exps(f.sweeps[2]), 0);
-  // A target that recomputes them (cuda) keeps the reductions alone.
+  EXPECT_EQ(exps(f.sweeps[3]), 0);
+  // A target that recomputes them (cuda) keeps the reductions and the reciprocals alone.
   TestTarget recompute(all);
   recompute.stores_costly = false;
   Program q = lower(optimize(g), recompute);
   const auto& h = std::get<FusedSpec>(q.kernels.at(0).spec);
-  EXPECT_EQ(q.kernels[0].temporaries.size(), 2u);
-  ASSERT_EQ(h.sweeps.size(), 3u);
-  EXPECT_EQ(exps(h.sweeps[2]), 1);
+  EXPECT_EQ(q.kernels[0].temporaries.size(), 3u);
+  ASSERT_EQ(h.sweeps.size(), 4u);
+  EXPECT_EQ(exps(h.sweeps[3]), 1);
 }
 
 // Adam's shape: a scalar computed in the group (a bias correction) broadcast over the
