@@ -168,8 +168,10 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     accs.push_back(a);
   }
   e.scratch_bytes = std::max(e.scratch_bytes, scratch);
-  // The body where a block's lanes accumulate (see `lanes`), for each set of lanes.
-  std::vector<std::string> lane_body(kLaneSets);
+  // The body where a block's lanes accumulate (see `lanes`), for each set of lanes: one
+  // set where the innermost loop is too short for a block of them all.
+  const int sets = levels > 0 && nest.extent[levels - 1] >= kLanes * kLaneSets ? kLaneSets : 1;
+  std::vector<std::string> lane_body(std::size_t(sets), "");
   for (const FusedSpec::Instr& in : s.code) {
     const std::size_t mark = body.size();
     const std::string d = in.dst >= 0 ? cat("r", in.dst) : "";
@@ -228,7 +230,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
                      "));\n");
         };
         body += update(acc.name);
-        for (int u = 0; u < kLaneSets; ++u)
+        for (int u = 0; u < sets; ++u)
           lane_body[std::size_t(u)] += update(
               acc.level <= levels ? lane_name(std::size_t(in.reduction), u) + "[g]" : acc.name);
         continue;
@@ -263,7 +265,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     closed[0] += cat("if (partial != 0) {\n", to_partial, "} else {\n", to_result, "}\n");
   }
   // A reduced innermost loop (every local accumulates across it) runs in blocks of
-  // kLanes * kLaneSets iterations, then of kLanes, each lane of each set with its own
+  // kLanes * sets iterations, then of kLanes, each lane of each set with its own
   // accumulators, merged after the blocks.
   std::vector<std::size_t> locals;
   for (std::size_t ri = 0; ri < accs.size(); ++ri)
@@ -286,7 +288,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     if (lanes) {
       const std::string blk = cat("b", l), n = lit(kLanes);
       for (std::size_t ri : locals)
-        for (int u = 0; u < kLaneSets; ++u)
+        for (int u = 0; u < sets; ++u)
           text += cat(accs[ri].type, " ", lane_name(ri, u), "[", n, "];\nfor (int g = 0; g < ", n,
                       "; ++g) ", lane_name(ri, u), "[g] = ", accs[ri].fn("identity"), "();\n");
       // The lanes of set u over iterations [blk + offset, blk + offset + kLanes).
@@ -295,15 +297,19 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
                    "; ++g) {\nconst int64_t ", i, " = ", blk, " + ", lit(offset), " + g;\n", flat_t,
                    lane_body[std::size_t(u)], "}\n");
       };
-      text += cat("int64_t ", blk, " = ", lo, ";\nfor (; ", blk, " + ", lit(kLanes * kLaneSets),
-                  " <= ", hi, "; ", blk, " += ", lit(kLanes * kLaneSets), ") {\n");
-      for (int u = 0; u < kLaneSets; ++u) text += block(u, u * kLanes);
-      text += cat("}\nfor (; ", blk, " + ", n, " <= ", hi, "; ", blk, " += ", n, ") {\n",
-                  block(0, 0), "}\n");
+      text += cat("int64_t ", blk, " = ", lo, ";\n");
+      if (sets > 1) {
+        text += cat("for (; ", blk, " + ", lit(kLanes * sets), " <= ", hi, "; ", blk,
+                    " += ", lit(kLanes * sets), ") {\n");
+        for (int u = 0; u < sets; ++u) text += block(u, u * kLanes);
+        text += "}\n";
+      }
+      text += cat("for (; ", blk, " + ", n, " <= ", hi, "; ", blk, " += ", n, ") {\n", block(0, 0),
+                  "}\n");
       for (std::size_t ri : locals) {
         const Acc& a = accs[ri];
         text += cat("for (int g = 0; g < ", n, "; ++g) {\n");
-        for (int u = 1; u < kLaneSets; ++u)
+        for (int u = 1; u < sets; ++u)
           text += cat(lane_name(ri, 0), "[g] = ", a.fn("combine"), "(", lane_name(ri, 0), "[g], ",
                       lane_name(ri, u), "[g]);\n");
         text +=
