@@ -19,11 +19,13 @@ ExprParamMap update_moment(const ExprParamMap& g, const ExprParamMap& moment, do
   });
 }
 
-// moment / (1 - decay^count) with the correction computed in the scalar dtype of the leaf.
+// moment / (1 - decay^count) with the correction computed in the scalar dtype of the leaf,
+// as a multiply by the correction's reciprocal (one scalar division a step, as PyTorch's
+// step size; a division an element would leave Adam's update bound by the divider).
 ExprParamMap bias_corrected(const ExprParamMap& moment, double decay, const Expr& count) {
   return tree_map(moment, [&](const Expr& m) {
     Expr c = cast(count, scalar_dtype(m.dtype()));
-    return m / cast_like(bias_correction(decay, c), m);
+    return m * cast_like(reciprocal(bias_correction(decay, c)), m);
   });
 }
 

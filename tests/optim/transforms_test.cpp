@@ -98,6 +98,23 @@ TEST(ScaleByAdam, MatchesClosedForm) {
   expect_close(s.at("mu/l/w"), m, 1e-12, 0, "mu");
 }
 
+// The bias corrections are scalars: each multiplies its moment by its reciprocal, so the
+// traced update divides once an element (m / (sqrt(v) + eps)), as PyTorch's Adam does.
+TEST(ScaleByAdam, DividesOnceAnElement) {
+  const Shape shape{4, 5};
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        ExprParamMap grads{{"l", {{"w", in[0]}}}};
+        OptState state{{"count", in[1]}, {"mu/l/w", in[2]}, {"nu/l/w", in[3]}};
+        auto [u, next] = tx::scale_by_adam(0.9, 0.999, 1e-8, 0.0).update(grads, state, grads);
+        return std::vector<Expr>{u.at("l").at("w")};
+      },
+      {{DType::f32, shape}, {DType::i64, {}}, {DType::f32, shape}, {DType::f32, shape}}, "adam");
+  int divides = 0;
+  for (const Node& n : g.nodes()) divides += int(n.op == Op::divide && n.type.shape == shape);
+  EXPECT_EQ(divides, 1);
+}
+
 TEST(ScaleByRss, MatchesClosedFormAndKeepsZeroSumsAtZero) {
   TensorOptState s;
   std::vector<Vec> got = updates_of(tx::scale_by_rss(0.1, 1e-7), &s);
