@@ -2,7 +2,8 @@
 // loop is a plain strided loop that compilers vectorise. A reduction whose
 // innermost levels are all reduced sums into a local accumulator there; others into an
 // accumulator array: on the stack in a ranged sweep (the cpu backend's, which threads
-// split), else in the workspace. Virtual registers become const locals.
+// split), else in the workspace. Virtual registers become const locals. Random words
+// come a Threefry block (two words) at a time, a chunk of the innermost loop ahead.
 #include <algorithm>
 #include <set>
 
@@ -29,6 +30,10 @@ constexpr int kLaneSets = 4;
 // The most elements a ranged sweep's accumulator array holds on the stack (32 KiB of
 // 8-byte accumulators); a larger one needs the workspace.
 constexpr std::int64_t kLocalArray = 4096;
+// A sweep that draws random words runs its innermost loop in chunks of this many
+// iterations, each chunk's words computed first into a stack array a Threefry block at a
+// time: a block gives two words, where a word computed on its own wastes one.
+constexpr std::int64_t kRandomChunk = 256;
 
 const char* monoid_name(Op op) {
   switch (op) {
@@ -168,6 +173,21 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     accs.push_back(a);
   }
   e.scratch_bytes = std::max(e.scratch_bytes, scratch);
+  // A reduced innermost loop (every local accumulates across it) runs in blocks of
+  // kLanes * sets iterations, then of kLanes, each lane of each set with its own
+  // accumulators, merged after the blocks.
+  std::vector<std::size_t> locals;
+  for (std::size_t ri = 0; ri < accs.size(); ++ri)
+    if (accs[ri].level <= levels) locals.push_back(ri);
+  const bool ivdep = e.ivdep && scratch == 0 && !carried;
+  const bool lanes =
+      ivdep && levels > 0 && !locals.empty() && nest.extent[levels - 1] >= 2 * kLanes;
+  // Random words come from per-key chunk arrays (kRandomChunk) where the innermost loop
+  // is a plain one (its flat index steps by 1).
+  const bool paired = levels > 0 && !lanes &&
+                      std::any_of(s.code.begin(), s.code.end(), [](const FusedSpec::Instr& in) {
+                        return in.code == Code::random;
+                      });
   // The body where a block's lanes accumulate (see `lanes`), for each set of lanes: one
   // set where the innermost loop is too short for a block of them all.
   const int sets = levels > 0 && nest.extent[levels - 1] >= kLanes * kLaneSets ? kLaneSets : 1;
@@ -240,8 +260,11 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         if (keys.insert(in.value).second)
           pre += cat("const uint32_t ", key, "_0 = ", e.ptr(in.value), "[0], ", key,
                      "_1 = ", e.ptr(in.value), "[1];\n");
-        body += def(in.dtype, cat("glia_random_word(", key, "_0, ", key, "_1, (uint64_t)(",
-                                  flat_expr(nest), "))"));
+        if (paired)
+          body += def(in.dtype, cat("words", in.value, "[1 + i", levels - 1, " - c]"));
+        else
+          body += def(in.dtype, cat("glia_random_word(", key, "_0, ", key, "_1, (uint64_t)(",
+                                    flat_expr(nest), "))"));
         break;
       }
     }
@@ -264,15 +287,6 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     out.merge = cat("const int64_t stride = ", lit(8 * out.partials), ";\n", out.merge);
     closed[0] += cat("if (partial != 0) {\n", to_partial, "} else {\n", to_result, "}\n");
   }
-  // A reduced innermost loop (every local accumulates across it) runs in blocks of
-  // kLanes * sets iterations, then of kLanes, each lane of each set with its own
-  // accumulators, merged after the blocks.
-  std::vector<std::size_t> locals;
-  for (std::size_t ri = 0; ri < accs.size(); ++ri)
-    if (accs[ri].level <= levels) locals.push_back(ri);
-  const bool ivdep = e.ivdep && scratch == 0 && !carried;
-  const bool lanes =
-      ivdep && levels > 0 && !locals.empty() && nest.extent[levels - 1] >= 2 * kLanes;
   std::string text = cat("{ /* sweep ", si, ": ", what, " */\n", pre, opened[0]);
   const std::string flat_t = nest.chain ? "" : "const int64_t t = i0;\n";
   for (std::size_t l = 0; l < levels; ++l) {
@@ -317,6 +331,26 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
       }
       // The remaining iterations, fewer than a block.
       text += cat("for (int64_t ", i, " = ", blk, "; ", i, " < ", hi, "; ++", i, ") {\n");
+    } else if (paired) {
+      // Chunk [c, c_end): its words, word f at words[1 + f - f0] (f0: the chunk's first
+      // flat index), from the Threefry blocks (pairs) f0 / 2 .. (f_end - 1) / 2.
+      const std::string chunk = lit(kRandomChunk);
+      text += cat("for (int64_t c = ", lo, "; c < ", hi, "; c += ", chunk,
+                  ") {\nconst int64_t c_end = c + ", chunk, " < ", hi, " ? c + ", chunk, " : ", hi,
+                  ";\n");
+      for (ValueId k : keys) text += cat("glia_u32 words", k, "[", lit(kRandomChunk + 2), "];\n");
+      text += cat("{\nconst int64_t ", i, " = c;\n", flat_t, "const uint64_t f0 = (uint64_t)(",
+                  flat_expr(nest), ");\nconst uint64_t p0 = f0 >> 1, pairs = ((f0 + (uint64_t)(",
+                  "c_end - c) + 1) >> 1) - p0;\n");
+      for (ValueId k : keys)
+        text += cat("{\nglia_u32* restrict w = words", k, " + 1 - (f0 & 1);\n",
+                    "#pragma GCC ivdep\nfor (uint64_t j = 0; j < pairs; ++j) {\n",
+                    "const glia_u64 r = glia_threefry2x32(key", k, "_0, key", k,
+                    "_1, (glia_u32)((p0 + j) >> 32), (glia_u32)(p0 + j));\n",
+                    "w[2 * j] = (glia_u32)r;\nw[2 * j + 1] = (glia_u32)(r >> 32);\n}\n}\n");
+      text += "}\n";
+      if (ivdep) text += "#pragma GCC ivdep\n";
+      text += cat("for (int64_t ", i, " = c; ", i, " < c_end; ++", i, ") {\n");
     } else {
       if (ivdep) text += "#pragma GCC ivdep\n";
       text += header;
@@ -325,6 +359,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     text += opened[l + 1];
   }
   text += body;
+  if (paired) text += "}\n";  // the chunk loop
   for (std::size_t l = levels; l-- > 0;) text += "}\n" + closed[l];
   if (levels == 0) text += closed[0];
   text += "}\n";

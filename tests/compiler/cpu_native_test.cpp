@@ -192,6 +192,37 @@ TEST(CpuNative, RandomBitsSplitBetweenThreadsAreTheReferenceStream) {
   EXPECT_TRUE(allclose(got, interpret(g, key)[0], 0, 0));
 }
 
+// The compiled loop computes a chunk's words a Threefry block (two words) at a time: rows
+// of 999 start at odd flat indices, end in a short chunk, and the second thread's part
+// (from row 101, flat 100,899) starts on a block's second word.
+TEST(CpuNative, RandomWordsInChunksOfPairsStartAnywhereInABlock) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("random_rows");
+  constexpr std::int64_t kRows = 203, kCols = 999;
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{random::bits(in[0], {kRows, kCols}) +
+                                 broadcast_to(in[1], Shape{kRows, kCols})};
+      },
+      {{u32, {2}}, {u32, {kCols}}}, "bits_rows");
+  Tensor offsets(DType::u32, Shape{kCols});
+  for (std::int64_t j = 0; j < kCols; ++j) offsets.data<std::uint32_t>()[j] = std::uint32_t(j * 7);
+  std::vector<Tensor> in{random::key(99), offsets};
+  auto exe = on_cpu(g, 2);
+  EXPECT_EQ(count_text(exe->describe(), "compiled C"), 1) << exe->describe();
+  Tensor got = exe->run(in)[0];
+  const auto* y = got.data<std::uint32_t>();
+  const auto* k = in[0].data<std::uint32_t>();
+  for (std::int64_t f : {std::int64_t(0), kCols - 1, kCols, kCols + 256, 2 * kCols - 1,
+                         101 * kCols - 1, 101 * kCols, 101 * kCols + 1, kRows * kCols - 1}) {
+    const U32x2 r = threefry2x32({k[0], k[1]}, {0, std::uint32_t(f / 2)});
+    const std::uint32_t word = f % 2 == 0 ? r.x0 : r.x1;
+    EXPECT_EQ(y[f], word + std::uint32_t(f % kCols * 7)) << f;
+  }
+  EXPECT_TRUE(allclose(got, interpret(g, in)[0], 0, 0));
+}
+
 TEST(CpuNative, ASecondCompileLoadsTheCachedLibraryAndACorruptOneIsRebuilt) {
   GLIA_REQUIRE_CPU_BACKEND();
   GLIA_REQUIRE_C_COMPILER();
