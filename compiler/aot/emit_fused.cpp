@@ -345,9 +345,9 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
       for (ValueId k : keys)
         text += cat("{\nglia_u32* restrict w = words", k, " + 1 - (f0 & 1);\n",
                     "#pragma GCC ivdep\nfor (uint64_t j = 0; j < pairs; ++j) {\n",
-                    "const glia_u64 r = glia_threefry2x32(key", k, "_0, key", k,
-                    "_1, (glia_u32)((p0 + j) >> 32), (glia_u32)(p0 + j));\n",
-                    "w[2 * j] = (glia_u32)r;\nw[2 * j + 1] = (glia_u32)(r >> 32);\n}\n}\n");
+                    "glia_threefry2x32_words(key", k, "_0, key", k,
+                    "_1, (glia_u32)((p0 + j) >> 32), (glia_u32)(p0 + j), &w[2 * j], ",
+                    "&w[2 * j + 1]);\n}\n}\n");
       text += "}\n";
       if (ivdep) text += "#pragma GCC ivdep\n";
       text += cat("for (int64_t ", i, " = c; ", i, " < c_end; ++", i, ") {\n");

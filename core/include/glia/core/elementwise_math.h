@@ -34,6 +34,8 @@
  *   glia_threefry2x32(k0, k1, c0, c1)
  *                               Threefry-2x32, 20 rounds: the counter (c0, c1) encrypted
  *                               under the key (k0, k1), as x0 | x1 << 32 (threefry.hpp)
+ *   glia_threefry2x32_words(k0, k1, c0, c1, &x0, &x1)
+ *                               the same block, its words stored through pointers
  *   glia_random_word(k0, k1, i) word i of random_bits under that key: pair i / 2 uses
  *                               counter (hi32(i / 2), lo32(i / 2)), word i % 2 of it
  *
@@ -370,7 +372,11 @@ GLIA_EW_FN float glia_f32_from_f16(glia_u16 h) {
   GLIA_EW_TF_ROUND_(a)                                                              \
   GLIA_EW_TF_ROUND_(b) GLIA_EW_TF_ROUND_(c) GLIA_EW_TF_ROUND_(d) x0 += ks[(s) % 3]; \
   x1 += ks[((s) + 1) % 3] + (glia_u32)(s);
-GLIA_EW_FN glia_u64 glia_threefry2x32(glia_u32 k0, glia_u32 k1, glia_u32 c0, glia_u32 c1) {
+/* The block's two words through pointers: a loop storing them vectorises without the
+ * shifts and permutes that packing them into 64 bits and out again costs (576 words of
+ * a uniform initializer: 530 -> 455 ns). */
+GLIA_EW_FN void glia_threefry2x32_words(glia_u32 k0, glia_u32 k1, glia_u32 c0, glia_u32 c1,
+                                        glia_u32* w0, glia_u32* w1) {
   const glia_u32 ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
   glia_u32 x0 = c0 + k0, x1 = c1 + k1;
   GLIA_EW_TF_FOUR_(13, 15, 26, 6, 1)
@@ -378,6 +384,12 @@ GLIA_EW_FN glia_u64 glia_threefry2x32(glia_u32 k0, glia_u32 k1, glia_u32 c0, gli
   GLIA_EW_TF_FOUR_(13, 15, 26, 6, 3)
   GLIA_EW_TF_FOUR_(17, 29, 16, 24, 4)
   GLIA_EW_TF_FOUR_(13, 15, 26, 6, 5)
+  *w0 = x0;
+  *w1 = x1;
+}
+GLIA_EW_FN glia_u64 glia_threefry2x32(glia_u32 k0, glia_u32 k1, glia_u32 c0, glia_u32 c1) {
+  glia_u32 x0, x1;
+  glia_threefry2x32_words(k0, k1, c0, c1, &x0, &x1);
   return (glia_u64)x0 | ((glia_u64)x1 << 32);
 }
 #undef GLIA_EW_TF_FOUR_
