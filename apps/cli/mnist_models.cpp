@@ -34,14 +34,14 @@ Tensor inputs_for(const Model& model, const Tensor& x) {
   check(inputs.size() == 1, "the model takes ", inputs.size(), " inputs; the data feeds one");
   const auto& [name, type] = *inputs.begin();
   std::vector<std::int64_t> dims = type.shape.dims();
-  check(x.rank() >= 1, "the examples are a scalar ", x.type().to_string());
+  check(x.rank() >= 1, "the examples are a scalar ", x.type());
   const std::int64_t n = x.shape()[0];
   const std::int64_t values = n > 0 ? x.numel() / n : 0;
   std::int64_t per_example = 1;
   for (std::size_t i = 1; i < dims.size(); ++i) per_example *= dims[i];
   check(!dims.empty() && per_example == values, "the model's input '", name, "' takes ",
         type.to_string(), " (", per_example, " values an example; the batch axis first), but ",
-        "the examples have ", values, " values each (", x.type().to_string(), ")");
+        "the examples have ", values, " values each (", x.type(), ")");
   dims[0] = n;
   Tensor cast = x.dtype() == type.dtype ? x : x.cast(type.dtype);
   return cast.reshape(Shape(std::move(dims)));

@@ -78,8 +78,8 @@ Tensor read_input(const std::string& path, const std::string& name, const LayerN
   for (int i = 0; fits && i < x.rank(); ++i)
     fits = input.input_shape[static_cast<std::size_t>(i)] == -1 ||
            input.input_shape[static_cast<std::size_t>(i)] == x.shape()[i];
-  check(fits, "--input ", path, " is ", x.type().to_string(), "; the model's input '", name,
-        "' takes ", declared_text(input), " (-1: any size)");
+  check(fits, "--input ", path, " is ", x.type(), "; the model's input '", name, "' takes ",
+        declared_text(input), " (-1: any size)");
   return x;
 }
 

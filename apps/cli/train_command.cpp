@@ -207,8 +207,8 @@ int compare_exported(const Model& model, const ModelState& state, const Data& da
   Tensor x = data.test.x;
   Tensor jit = build(model, {.backend = f.backend}).predict(state, x).to_host();
   Tensor aot = lib.predict(x);
-  check(jit.type() == aot.type(), "eval --exported: the library gives ", aot.type().to_string(),
-        ", the checkpoint's model ", jit.type().to_string());
+  check(jit.type() == aot.type(), "eval --exported: the library gives ", aot.type(),
+        ", the checkpoint's model ", jit.type());
   double diff = 0;
   for (std::int64_t i = 0; i < jit.numel(); ++i)
     diff = std::max(diff, std::abs(double(jit.data<float>()[i]) - double(aot.data<float>()[i])));

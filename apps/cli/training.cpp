@@ -69,10 +69,10 @@ namespace {
 // float targets [N, C] as they are.
 Tensor targets(const Tensor& y, std::int64_t classes, const std::string& what) {
   if (is_float(y.dtype())) {
-    check(y.rank() == 2, what, ": float targets must be [N, classes], got ", y.type().to_string());
+    check(y.rank() == 2, what, ": float targets must be [N, classes], got ", y.type());
     return y.dtype() == DType::f32 ? y : y.cast(DType::f32);
   }
-  check(y.rank() == 1, what, ": integer labels must be [N], got ", y.type().to_string());
+  check(y.rank() == 1, what, ": integer labels must be [N], got ", y.type());
   std::vector<std::int64_t> labels = y.to_vector<std::int64_t>();
   std::int64_t top = 0;
   for (std::int64_t l : labels) {

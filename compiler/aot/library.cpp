@@ -153,7 +153,7 @@ Tensor Library::predict(const Tensor& x) const {
   bool fits = x.dtype() == DType::f32 && x.rank() == in.rank() && x.rank() > 0;
   for (int i = 1; fits && i < in.rank(); ++i) fits = x.shape()[i] == in[i];
   check(fits, "exported library ", name_, " takes f32 inputs shaped ", input_.to_string(),
-        " (any number of rows); got ", x.type().to_string());
+        " (any number of rows); got ", x.type());
   const std::int64_t rows = x.shape()[0], per = in[0];
   const std::int64_t in_row = in.numel() / std::max<std::int64_t>(per, 1);
   const std::int64_t out_rows = output_.shape[0];

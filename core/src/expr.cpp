@@ -187,8 +187,7 @@ Expr operator/(double a, const Expr& b) { return divide(a, b); }
 
 Expr select(const Expr& pred, const Operand& on_true, const Operand& on_false) {
   Graph& g = graph_of(pred, "select");
-  check(pred.dtype() == DType::boolean, "select: the predicate must be bool, got ",
-        pred.type().to_string());
+  check(pred.dtype() == DType::boolean, "select: the predicate must be bool, got ", pred.type());
   DType like = on_true.is_expr() ? on_true.expr().dtype()
                : on_false.is_expr()
                    ? on_false.expr().dtype()
@@ -231,8 +230,8 @@ Expr broadcast(const Expr& x, const Shape& shape, const Ints& dims) {
 
 Expr broadcast_to(const Expr& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  check(x.rank() <= shape.rank(), "broadcast_to: cannot broadcast ", x.type().to_string(), " to ",
-        shape.to_string(), " of lower rank");
+  check(x.rank() <= shape.rank(), "broadcast_to: cannot broadcast ", x.type(), " to ", shape,
+        " of lower rank");
   Ints dims;
   for (int i = 0; i < x.rank(); ++i) dims.push_back(shape.rank() - x.rank() + i);
   return broadcast(x, shape, dims);

@@ -68,7 +68,7 @@ Expr log_softmax(const Expr& x, std::int64_t axis) {
 Expr one_hot(const Expr& indices, std::int64_t num_classes, DType dtype) {
   check_defined(indices, "one_hot");
   check(is_integer(indices.dtype()), "one_hot: indices must have an integer dtype, got ",
-        indices.type().to_string());
+        indices.type());
   check(num_classes >= 1, "one_hot: num_classes must be >= 1, got ", num_classes);
   TraceScope scope(*indices.graph());
   Ints dims = indices.shape().dims(), axes;

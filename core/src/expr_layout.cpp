@@ -28,7 +28,7 @@ std::string ints_text(const Ints& v) {
 // One entry per axis of x, or an error naming `what` and `field`.
 void check_per_axis(const Expr& x, const Ints& v, std::string_view what, std::string_view field) {
   check(static_cast<int>(v.size()) == x.rank(), what, ": ", field, " ", ints_text(v),
-        " needs one entry per axis of ", x.type().to_string());
+        " needs one entry per axis of ", x.type());
 }
 
 // Normalized, sorted, duplicate-free axes of x.
@@ -37,7 +37,7 @@ Ints normalize_axes(const Expr& x, const Ints& axes, std::string_view what) {
   for (std::int64_t a : axes) out.push_back(x.shape().normalize_axis(a, what));
   std::sort(out.begin(), out.end());
   check(std::adjacent_find(out.begin(), out.end()) == out.end(), what, ": axes ", ints_text(axes),
-        " name an axis of ", x.type().to_string(), " twice");
+        " name an axis of ", x.type(), " twice");
   return out;
 }
 
@@ -68,12 +68,12 @@ Expr reshape(const Expr& x, const Ints& shape) {
   }
   std::int64_t numel = x.shape().numel();
   if (unknown >= 0) {
-    check(known > 0 && numel % known == 0, "reshape: cannot reshape ", x.type().to_string(), " (",
-          numel, " elements) to ", ints_text(shape));
+    check(known > 0 && numel % known == 0, "reshape: cannot reshape ", x.type(), " (", numel,
+          " elements) to ", ints_text(shape));
     dims[static_cast<std::size_t>(unknown)] = numel / known;
   }
   Shape target(dims);
-  check(target.numel() == numel, "reshape: cannot reshape ", x.type().to_string(), " (", numel,
+  check(target.numel() == numel, "reshape: cannot reshape ", x.type(), " (", numel,
         " elements) to ", ints_text(shape), " (", target.numel(), " elements)");
   if (target == x.shape()) return x;
   return emit(g, Op::reshape, {x.id()}, ReshapeAttrs{target});
@@ -108,7 +108,7 @@ Expr slice(const Expr& x, const Ints& start, const Ints& limit, const Ints& stri
     if (a.start[k] < 0) a.start[k] += d;
     if (a.limit[k] < 0) a.limit[k] += d;
     check(0 <= a.start[k] && a.start[k] <= a.limit[k] && a.limit[k] <= d, "slice: axis ", i, " of ",
-          x.type().to_string(), ": start ", start[k], " and limit ", limit[k],
+          x.type(), ": start ", start[k], " and limit ", limit[k],
           " are out of range or out of order");
     check(a.strides[k] >= 1, "slice: strides must be >= 1, got ", ints_text(st));
     identity = identity && a.start[k] == 0 && a.limit[k] == d && (a.strides[k] == 1 || d <= 1);
@@ -124,7 +124,7 @@ Expr slice_axis(const Expr& x, std::int64_t start, std::int64_t length, std::int
   std::int64_t d = x.shape()[a];
   std::int64_t s = start < 0 ? start + d : start;
   check(length >= 0 && s >= 0 && s + length <= d, "slice_axis: ", length, " elements from index ",
-        start, " do not fit axis ", axis, " of ", x.type().to_string());
+        start, " do not fit axis ", axis, " of ", x.type());
   Ints starts(static_cast<std::size_t>(x.rank()), 0), strides(starts.size(), 1);
   Ints limits = x.shape().dims();
   starts[static_cast<std::size_t>(a)] = s;
@@ -153,7 +153,7 @@ Expr pad(const Expr& x, const Operand& value, const Ints& low, const Ints& high,
   }
   Expr v = value.expr();
   check(v.graph() == &g, "pad: operands come from different traces");
-  check(v.rank() == 0, "pad: the pad value must be a scalar, got ", v.type().to_string());
+  check(v.rank() == 0, "pad: the pad value must be a scalar, got ", v.type());
   DType t = promote(x.dtype(), v.dtype());
   Expr y = cast(x, t);
   if (identity) return y;
@@ -166,13 +166,12 @@ Expr concatenate(const std::vector<Expr>& xs, std::int64_t axis) {
   if (xs.size() == 1) return xs[0];
   DType t = xs[0].dtype();
   for (const Expr& x : xs) t = promote(t, x.dtype());
-  check(xs[0].rank() > 0, "concatenate: cannot concatenate scalars, got ",
-        xs[0].type().to_string());
+  check(xs[0].rank() > 0, "concatenate: cannot concatenate scalars, got ", xs[0].type());
   std::int64_t a = xs[0].shape().normalize_axis(axis, "concatenate");
   std::vector<ValueId> ids;
   for (const Expr& x : xs) {
-    check(x.rank() == xs[0].rank(), "concatenate: inputs must have one rank, got ",
-          xs[0].type().to_string(), " and ", x.type().to_string());
+    check(x.rank() == xs[0].rank(), "concatenate: inputs must have one rank, got ", xs[0].type(),
+          " and ", x.type());
     ids.push_back(cast(x, t).id());
   }
   return emit(g, Op::concatenate, std::move(ids), AxisAttrs{a});
@@ -185,8 +184,8 @@ Expr stack(const std::vector<Expr>& xs, std::int64_t axis) {
   int a = Shape(dims).normalize_axis(axis, "stack");
   std::vector<Expr> expanded;
   for (const Expr& x : xs) {
-    check(x.shape() == xs[0].shape(), "stack: inputs must have one shape, got ",
-          xs[0].type().to_string(), " and ", x.type().to_string());
+    check(x.shape() == xs[0].shape(), "stack: inputs must have one shape, got ", xs[0].type(),
+          " and ", x.type());
     expanded.push_back(expand_dims(x, a));
   }
   return concatenate(expanded, a);
@@ -215,7 +214,7 @@ Expr squeeze(const Expr& x, const Ints& axes) {
   } else {
     drop = normalize_axes(x, axes, "squeeze");
     for (std::int64_t a : drop)
-      check(x.shape()[static_cast<int>(a)] == 1, "squeeze: axis ", a, " of ", x.type().to_string(),
+      check(x.shape()[static_cast<int>(a)] == 1, "squeeze: axis ", a, " of ", x.type(),
             " has size ", x.shape()[static_cast<int>(a)], ", expected 1");
   }
   Ints dims;
@@ -242,14 +241,14 @@ Expr flatten(const Expr& x) {
 
 Expr take(const Expr& x, const Expr& indices, std::int64_t axis) {
   Graph& g = common_graph({x, indices}, "take");
-  check(x.rank() > 0, "take: cannot take from a scalar ", x.type().to_string());
+  check(x.rank() > 0, "take: cannot take from a scalar ", x.type());
   int a = x.shape().normalize_axis(axis, "take");
   return emit(g, Op::gather, {x.id(), indices.id()}, AxisAttrs{a});
 }
 
 Expr scatter_add(const Expr& target, const Expr& indices, const Expr& updates, std::int64_t axis) {
   Graph& g = common_graph({target, indices, updates}, "scatter_add");
-  check(target.rank() > 0, "scatter_add: cannot scatter into a scalar ", target.type().to_string());
+  check(target.rank() > 0, "scatter_add: cannot scatter into a scalar ", target.type());
   int a = target.shape().normalize_axis(axis, "scatter_add");
   DType t = promote(target.dtype(), updates.dtype());
   return emit(g, Op::scatter_add, {cast(target, t).id(), indices.id(), cast(updates, t).id()},

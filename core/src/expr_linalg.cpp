@@ -39,9 +39,9 @@ Expr dot(const Expr& a, const Expr& b) {
   if (x.rank() == 0 || y.rank() == 0) return multiply(x, y);
   int xa = x.rank() - 1;
   int ya = y.rank() == 1 ? 0 : y.rank() - 2;
-  check(x.shape()[xa] == y.shape()[ya], "dot: cannot contract ", a.type().to_string(), " with ",
-        b.type().to_string(), ": axis ", xa, " of the first has size ", x.shape()[xa], ", axis ",
-        ya, " of the second has size ", y.shape()[ya]);
+  check(x.shape()[xa] == y.shape()[ya], "dot: cannot contract ", a.type(), " with ", b.type(),
+        ": axis ", xa, " of the first has size ", x.shape()[xa], ", axis ", ya,
+        " of the second has size ", y.shape()[ya]);
   return emit_dot(x, y, DotAttrs{{xa}, {ya}, {}, {}});
 }
 
@@ -57,16 +57,15 @@ Expr dot_general(const Expr& a, const Expr& b, const Ints& contract_a, const Int
 Expr matmul(const Expr& a, const Expr& b) {
   auto [x, y] = promoted(a, b, "matmul");
   check(x.rank() >= 1 && y.rank() >= 1, "matmul: operands must have rank >= 1 (use multiply for ",
-        "scalars), got ", a.type().to_string(), " and ", b.type().to_string());
+        "scalars), got ", a.type(), " and ", b.type());
   // A vector becomes a matrix [1, k] (first operand) or [k, 1] (second); the added axis
   // is removed from the result.
   bool a_vector = x.rank() == 1, b_vector = y.rank() == 1;
   if (a_vector) x = reshape(x, {1, x.shape()[0]});
   if (b_vector) y = reshape(y, {y.shape()[0], 1});
   int xr = x.rank(), yr = y.rank();
-  check(x.shape()[xr - 1] == y.shape()[yr - 2], "matmul: cannot multiply ", a.type().to_string(),
-        " by ", b.type().to_string(), ": ", x.shape()[xr - 1], " columns against ",
-        y.shape()[yr - 2], " rows");
+  check(x.shape()[xr - 1] == y.shape()[yr - 2], "matmul: cannot multiply ", a.type(), " by ",
+        b.type(), ": ", x.shape()[xr - 1], " columns against ", y.shape()[yr - 2], " rows");
   Expr out;
   if (yr == 2) {
     // No batch axes on the right: one contraction over x's last axis, no broadcast.
@@ -93,8 +92,8 @@ Expr matmul(const Expr& a, const Expr& b) {
 Expr conv(const Expr& input, const Expr& kernel, const ConvOptions& options) {
   auto [x, w] = promoted(input, kernel, "conv");
   check(x.rank() == w.rank() && x.rank() >= 3, "conv: input [N, C, spatial...] and kernel ",
-        "[O, C/feature_groups, spatial...] must have one rank of at least 3, got ",
-        input.type().to_string(), " and ", kernel.type().to_string());
+        "[O, C/feature_groups, spatial...] must have one rank of at least 3, got ", input.type(),
+        " and ", kernel.type());
   auto spatial = static_cast<std::size_t>(x.rank() - 2);
   auto or_default = [&](const Ints& v, std::int64_t fill) {
     return v.empty() ? Ints(spatial, fill) : v;

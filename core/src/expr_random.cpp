@@ -14,7 +14,7 @@ namespace {
 void check_key(const Expr& key, std::string_view what) {
   check(key.defined(), what, ": the key is an undefined Expr");
   check(key.dtype() == DType::u32 && key.shape() == Shape{2}, what,
-        ": the key must be u32[2] (see glia::random::key), got ", key.type().to_string());
+        ": the key must be u32[2] (see glia::random::key), got ", key.type());
 }
 
 void check_float(DType dtype, std::string_view what) {
@@ -133,8 +133,7 @@ Expr bernoulli(const Expr& key, const Operand& p, const Shape& shape) {
     const Expr& e = p.expr();
     check(e.graph() == key.graph(), "random::bernoulli: key and p come from different traces");
     check(broadcast_shapes(e.shape(), shape, "random::bernoulli") == shape,
-          "random::bernoulli: p of shape ", e.shape().to_string(), " does not broadcast to ",
-          shape.to_string());
+          "random::bernoulli: p of shape ", e.shape(), " does not broadcast to ", shape);
     if (e.dtype() == DType::f64) c = DType::f64;
   } else {
     check(p.value() >= 0 && p.value() <= 1, "random::bernoulli: p must lie in [0, 1], got ",

@@ -29,7 +29,7 @@ Ints reduction_axes(const Expr& x, const Ints& axes, std::string_view what) {
   std::sort(out.begin(), out.end());
   auto twice = std::adjacent_find(out.begin(), out.end());
   check(twice == out.end(), what, ": axis ", twice == out.end() ? 0 : *twice,
-        " appears twice in the axes of ", x.type().to_string());
+        " appears twice in the axes of ", x.type());
   return out;
 }
 

@@ -29,7 +29,7 @@ std::vector<Expr> call(const Graph& fn, const std::vector<Expr>& args,
   check(&g != &fn, "call: graph '", fn.name(), "' cannot be inlined into itself");
   for (std::size_t i = 0; i < args.size(); ++i)
     check(args[i].type() == fn.type(fn.parameters()[i]), "call: graph '", fn.name(), "' input ", i,
-          " is ", fn.type(fn.parameters()[i]).to_string(), ", got ", args[i].type().to_string());
+          " is ", fn.type(fn.parameters()[i]).to_string(), ", got ", args[i].type());
   std::vector<ValueId> map(static_cast<std::size_t>(fn.size()), -1);
   for (std::int64_t i = 0; i < fn.size(); ++i) {
     const Node& n = fn.nodes()[static_cast<std::size_t>(i)];
@@ -86,10 +86,10 @@ ScanResult scan(const ScanBody& body, const std::vector<Expr>& init,
   graph_of_all(inputs, "scan");
   std::int64_t length = options.length;
   for (std::size_t j = 0; j < sequences.size(); ++j) {
-    check(sequences[j].rank() >= 1, "scan: sequence ", j, " is a scalar (",
-          sequences[j].type().to_string(), "); sequences are stepped along their first axis");
+    check(sequences[j].rank() >= 1, "scan: sequence ", j, " is a scalar (", sequences[j].type(),
+          "); sequences are stepped along their first axis");
     check(length < 0 || sequences[j].dim(0) == length, "scan: sequence ", j, " is ",
-          sequences[j].type().to_string(), ", expected ", length, " rows",
+          sequences[j].type(), ", expected ", length, " rows",
           options.length >= 0 ? " (options.length)" : " (as sequence 0)");
     length = sequences[j].dim(0);
   }
@@ -115,7 +115,7 @@ ScanResult scan(const ScanBody& body, const std::vector<Expr>& init,
       check(r.carries[j].defined() && r.carries[j].type() == carries[j].type(),
             "scan: the body returned carry ", j, " as ",
             r.carries[j].defined() ? r.carries[j].type().to_string() : "undefined",
-            ", expected it as it came in: ", carries[j].type().to_string());
+            ", expected it as it came in: ", carries[j].type());
     outputs = r.outputs.size();
     std::vector<Expr> out = r.carries;
     out.insert(out.end(), r.outputs.begin(), r.outputs.end());

@@ -37,7 +37,7 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
     const TensorType& want = g.type(g.parameters()[i]);
     check(inputs[i].defined(), "interpret: graph '", g.name(), "' input ", i, " is undefined");
     check(inputs[i].type() == want, "interpret: graph '", g.name(), "' input ", i, " expected ",
-          want.to_string(), ", got ", inputs[i].type().to_string());
+          want.to_string(), ", got ", inputs[i].type());
   }
   // Values die after their last use, so peak memory follows the graph's live set.
   std::vector<std::int64_t> last_use(static_cast<std::size_t>(g.size()), -1);
@@ -64,7 +64,7 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
     Tensor result =
         n.op == Op::scan ? values[static_cast<std::size_t>(i)] : info.kernel(args, n.attrs, n.type);
     check(result.type() == n.type, "interpret: kernel of ", op_name(n.op), " at %", i, " returned ",
-          result.type().to_string(), ", expected ", n.type.to_string());
+          result.type(), ", expected ", n.type.to_string());
     values[static_cast<std::size_t>(i)] = std::move(result);
     for (ValueId in : n.inputs)
       if (last_use[static_cast<std::size_t>(in)] == i)

@@ -8,7 +8,7 @@ Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::vector<std::
 
 Shape::Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {
   for (std::int64_t d : dims_)
-    check(d >= 0, "Shape: dimensions must be non-negative, got ", d, " in ", to_string());
+    check(d >= 0, "Shape: dimensions must be non-negative, got ", d, " in ", *this);
 }
 
 std::int64_t Shape::dim(int axis) const { return dims_[normalize_axis(axis, "Shape::dim")]; }
@@ -31,7 +31,7 @@ std::vector<std::int64_t> Shape::strides() const {
 
 int Shape::normalize_axis(std::int64_t axis, std::string_view what) const {
   std::int64_t a = axis < 0 ? axis + rank() : axis;
-  check(a >= 0 && a < rank(), what, ": axis ", axis, " is out of range for shape ", to_string(),
+  check(a >= 0 && a < rank(), what, ": axis ", axis, " is out of range for shape ", *this,
         " of rank ", rank());
   return static_cast<int>(a);
 }
@@ -46,7 +46,7 @@ std::ostream& operator<<(std::ostream& out, const Shape& s) { return out << s.to
 
 AxisSplit split_at(const Shape& shape, std::int64_t axis) {
   check(axis >= 0 && axis < shape.rank(), "split_at: axis ", axis, " is out of range for shape ",
-        shape.to_string(), " of rank ", shape.rank());
+        shape, " of rank ", shape.rank());
   AxisSplit s;
   for (int i = 0; i < axis; ++i) s.outer *= shape[i];
   s.size = shape[static_cast<int>(axis)];

@@ -117,8 +117,8 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer,
   Tensor t;
   t.type_ = TensorType{dtype, std::move(shape)};
   std::size_t n = t.nbytes(), size = buffer->size();
-  check(byte_offset <= size && n <= size - byte_offset, "Tensor::wrap: ", t.type_.to_string(), " (",
-        n, " bytes) at offset ", byte_offset, " does not fit in a buffer of ", size, " bytes on ",
+  check(byte_offset <= size && n <= size - byte_offset, "Tensor::wrap: ", t.type_, " (", n,
+        " bytes) at offset ", byte_offset, " does not fit in a buffer of ", size, " bytes on ",
         buffer->device());
   auto address = reinterpret_cast<std::uintptr_t>(buffer->data()) + byte_offset;
   check(address % static_cast<std::uintptr_t>(dtype_size(dtype)) == 0, "Tensor::wrap: offset ",
@@ -130,7 +130,7 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer,
 Tensor Tensor::borrow(DType dtype, Shape shape, void* data) {
   Tensor t;
   t.type_ = TensorType{dtype, std::move(shape)};
-  check(data != nullptr || t.nbytes() == 0, "Tensor::borrow: null data for ", t.type_.to_string());
+  check(data != nullptr || t.nbytes() == 0, "Tensor::borrow: null data for ", t.type_);
   check(
       reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(dtype_size(dtype)) == 0,
       "Tensor::borrow: data misaligned for ", dtype, " elements");
@@ -230,8 +230,7 @@ void Tensor::check_storage_type(DType expected) const {
 }
 
 double Tensor::element(std::int64_t i) const {
-  check(i >= 0 && i < numel(), "Tensor::element: index ", i, " out of range for ",
-        type_.to_string());
+  check(i >= 0 && i < numel(), "Tensor::element: index ", i, " out of range for ", type_);
   return visit_dtype(dtype(), [&](auto tag) {
     using T = decltype(tag);
     return convert_element<double>(static_cast<const T*>(host_data("Tensor::element"))[i]);
@@ -252,8 +251,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::reshape(Shape shape) const {
-  check(shape.numel() == numel(), "Tensor::reshape: cannot reshape ", type_.to_string(), " to ",
-        shape.to_string());
+  check(shape.numel() == numel(), "Tensor::reshape: cannot reshape ", type_, " to ", shape);
   Tensor t = *this;
   t.type_.shape = std::move(shape);
   return t;

@@ -12,8 +12,7 @@ namespace {
 // `axis` of a rank-`rank` tensor for `what`, negative counting from the last.
 int tensor_axis(const char* what, const TensorType& type, int axis) {
   const int rank = type.shape.rank();
-  check(axis >= -rank && axis < rank, what, ": axis ", axis, " is out of range for ",
-        type.to_string());
+  check(axis >= -rank && axis < rank, what, ": axis ", axis, " is out of range for ", type);
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -21,15 +20,14 @@ void check_range(const char* what, const TensorType& type, int axis, std::int64_
                  std::int64_t end) {
   const std::int64_t n = type.shape[axis];
   check(0 <= begin && begin <= end && end <= n, what, ": [", begin, ", ", end,
-        ") is not a range of axis ", axis, " of ", type.to_string(), " (0 <= begin <= end <= ", n,
-        ")");
+        ") is not a range of axis ", axis, " of ", type, " (0 <= begin <= end <= ", n, ")");
 }
 
 }  // namespace
 
 Tensor Tensor::rows(std::int64_t begin, std::int64_t end) const {
   check(defined(), "Tensor::rows: the tensor is undefined");
-  check(rank() >= 1, "Tensor::rows: a scalar ", type_.to_string(), " has no rows");
+  check(rank() >= 1, "Tensor::rows: a scalar ", type_, " has no rows");
   check_range("Tensor::rows", type_, 0, begin, end);
   std::vector<std::int64_t> dims = shape().dims();
   const std::int64_t row = dims[0] > 0 ? numel() / dims[0] : 0;
@@ -62,11 +60,11 @@ Tensor Tensor::slice(int axis, std::int64_t begin, std::int64_t end) const {
 Tensor Tensor::argmax(int axis) const {
   const void* data = host_data("Tensor::argmax");
   check(defined(), "Tensor::argmax: the tensor is undefined");
-  check(rank() >= 1, "Tensor::argmax: a scalar ", type_.to_string(), " has no axis");
+  check(rank() >= 1, "Tensor::argmax: a scalar ", type_, " has no axis");
   axis = tensor_axis("Tensor::argmax", type_, axis);
   const std::vector<std::int64_t>& dims = shape().dims();
   const std::int64_t n = dims[std::size_t(axis)];
-  check(n > 0, "Tensor::argmax: axis ", axis, " of ", type_.to_string(), " is empty");
+  check(n > 0, "Tensor::argmax: axis ", axis, " of ", type_, " is empty");
   std::int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= dims[std::size_t(d)];
   for (std::size_t d = std::size_t(axis) + 1; d < dims.size(); ++d) inner *= dims[d];

@@ -23,7 +23,7 @@ std::uint64_t data_bytes(const detail::NpyHeader& h, std::string_view context) {
   const DeclaredSize s =
       declared_size(h.shape.dims(), static_cast<std::uint64_t>(dtype_size(h.dtype)),
                     static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
-  check(s.fits, context, ": the shape ", h.shape.to_string(), " in the header is too large: its ",
+  check(s.fits, context, ": the shape ", h.shape, " in the header is too large: its ",
         s.empty ? "non-zero " : "", "dimensions multiply past 2^63 bytes");
   return s.data_bytes();
 }

@@ -5,9 +5,9 @@
 namespace glia {
 
 Tensor normalize_pixels(const Tensor& pixels) {
-  check(pixels.defined() && pixels.dtype() == DType::u8,
-        "normalize_pixels: expected u8 pixels, got ",
-        pixels.defined() ? pixels.type().to_string() : std::string("an undefined tensor"));
+  if (!pixels.defined() || pixels.dtype() != DType::u8)
+    throw Error(cat("normalize_pixels: expected u8 pixels, got ",
+                    pixels.defined() ? pixels.type().to_string() : "an undefined tensor"));
   Tensor out(DType::f32, pixels.shape());
   const std::uint8_t* in = pixels.data<std::uint8_t>();
   float* dst = out.data<float>();
@@ -16,9 +16,9 @@ Tensor normalize_pixels(const Tensor& pixels) {
 }
 
 Tensor one_hot_labels(const Tensor& labels, std::int64_t classes) {
-  check(labels.defined() && is_integer(labels.dtype()),
-        "one_hot_labels: expected integer labels (u8, u32, i32 or i64), got ",
-        labels.defined() ? labels.type().to_string() : std::string("an undefined tensor"));
+  if (!labels.defined() || !is_integer(labels.dtype()))
+    throw Error(cat("one_hot_labels: expected integer labels (u8, u32, i32 or i64), got ",
+                    labels.defined() ? labels.type().to_string() : "an undefined tensor"));
   check(classes > 0, "one_hot_labels: classes must be positive, got ", classes);
   std::vector<std::int64_t> dims = labels.shape().dims();
   dims.push_back(classes);

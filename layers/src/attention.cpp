@@ -37,7 +37,7 @@ Ints first_axes(int n) {
 void check_fits(const Expr& x, const Shape& scores, const char* what, const std::string& operands) {
   bool fits = x.rank() <= scores.rank();
   for (int i = 1; fits && i <= x.rank(); ++i) fits = x.dim(-i) == 1 || x.dim(-i) == scores.dim(-i);
-  check(fits, kSdpa, ": the ", what, " ", x.type().to_string(),
+  check(fits, kSdpa, ": the ", what, " ", x.type(),
         " does not broadcast to the scores [..., Lq, Lk] ", scores.to_string(), " (", operands,
         ")");
 }
@@ -88,8 +88,8 @@ Expr scaled_dot_product_attention(const Expr& q, const Expr& k, const Expr& v,
   const Shape scores = s.shape();
   bool guarded = false;
   if (o.bias.defined()) {
-    check(is_float(o.bias.dtype()), kSdpa, ": the bias must be floating-point, got ",
-          o.bias.type().to_string(), " (a bool mask goes in `mask`)");
+    check(is_float(o.bias.dtype()), kSdpa, ": the bias must be floating-point, got ", o.bias.type(),
+          " (a bool mask goes in `mask`)");
     check_fits(o.bias, scores, "bias", operands);
     s = s + cast(o.bias, s.dtype());
     guarded = true;  // it may hold -inf
@@ -97,7 +97,7 @@ Expr scaled_dot_product_attention(const Expr& q, const Expr& k, const Expr& v,
   Expr mask;
   if (o.mask.defined()) {
     check(o.mask.dtype() == DType::boolean, kSdpa, ": the mask must be bool (true = attend), got ",
-          o.mask.type().to_string(), " (an additive float mask goes in `bias`)");
+          o.mask.type(), " (an additive float mask goes in `bias`)");
     check_fits(o.mask, scores, "mask", operands);
     mask = o.mask;
   }

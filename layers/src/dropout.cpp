@@ -19,7 +19,7 @@ enum class Kind { plain, alpha };
 // inputs, broadcast over the spatial axes.
 Shape mask_shape(const Expr& x, bool per_channel) {
   if (!per_channel) return x.shape();
-  check(x.rank() >= 2, "expected an input of rank >= 2 ([N, ..., C]), got ", x.type().to_string());
+  check(x.rank() >= 2, "expected an input of rank >= 2 ([N, ..., C]), got ", x.type());
   std::vector<std::int64_t> dims(static_cast<std::size_t>(x.rank()), 1);
   dims.front() = x.dim(0);
   dims.back() = x.dim(x.rank() - 1);
@@ -33,8 +33,7 @@ Model make_dropout(const Model& x, const DropoutOptions& o, const char* type, Ki
   Model m = layer(type, {x},
                   [rate, kind, per_channel](LayerContext& c) {
                     const Expr& in = c.input();
-                    check(is_float(in.dtype()), "expected a floating-point input, got ",
-                          in.type().to_string());
+                    check(is_float(in.dtype()), "expected a floating-point input, got ", in.type());
                     if (!c.training() || rate == 0) return in;
                     Expr keep = random::bernoulli(c.key(), 1.0 - rate, mask_shape(in, per_channel));
                     keep = broadcast_to(keep, in.shape());

@@ -65,7 +65,7 @@ Model bilinear(const Model& a, const Model& b, std::int64_t units, const DenseOp
               Ints lead1(x1.shape().begin(), x1.shape().end() - 1);
               Ints lead2(x2.shape().begin(), x2.shape().end() - 1);
               check(lead1 == lead2, "bilinear: expected inputs with the same leading axes, got ",
-                    x1.type().to_string(), " and ", x2.type().to_string());
+                    x1.type(), " and ", x2.type());
               // (..., units, in2) . (..., 1, in2) summed over in2 -> (..., units)
               Expr t = dot_general(x1, c.param("kernel"), {x1.rank() - 1}, {1});
               Expr y = sum(t * expand_dims(x2, -2), {-1});
@@ -86,14 +86,14 @@ Model embedding(const Model& ids, std::int64_t vocab_size, std::int64_t embeddin
                                    return Shape{vocab_size, embedding_size};
                                  },
                                  o.kernel_initializer}};
-  Model m = layer("embedding", {ids},
-                  [](LayerContext& c) {
-                    const Expr& in = c.input();
-                    check(is_integer(in.dtype()), "embedding: expected integer ids, got ",
-                          in.type().to_string());
-                    return take(c.param("kernel"), in, 0);
-                  },
-                  std::move(params), {o.name});
+  Model m =
+      layer("embedding", {ids},
+            [](LayerContext& c) {
+              const Expr& in = c.input();
+              check(is_integer(in.dtype()), "embedding: expected integer ids, got ", in.type());
+              return take(c.param("kernel"), in, 0);
+            },
+            std::move(params), {o.name});
   return detail::with_options(m,
                               cat("vocab_size=", vocab_size, ", embedding_size=", embedding_size),
                               detail::ConfigWriter()

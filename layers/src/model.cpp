@@ -36,7 +36,7 @@ const Expr& LayerContext::key() const {
 void LayerContext::update_state(const std::string& name, const Expr& value) {
   check(params_.count(name) != 0, "layer '", name_, "': no state named '", name, "' to update");
   check(value.type() == params_.at(name).type(), "layer '", name_, "': state '", name, "' is ",
-        params_.at(name).type().to_string(), ", the update is ", value.type().to_string());
+        params_.at(name).type(), ", the update is ", value.type());
   state_updates_[name] = value;
 }
 

@@ -73,7 +73,7 @@ Expr forward(LayerContext& c, const HeadsSpec& h, const MultiHeadAttentionOption
   if (h.key_mask) {
     const Expr& m = c.input(next++);  // [N, Lk] -> [N, 1, 1, Lk]
     check(m.dtype() == DType::boolean, kMha, ": key_mask must be bool (true = attend), got ",
-          m.type().to_string());
+          m.type());
     a.mask = reshape(m, {m.dim(0), 1, 1, m.dim(1)});
   }
   if (h.attention_mask) {

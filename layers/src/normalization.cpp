@@ -81,11 +81,10 @@ Expr normalize(const Expr& x, const Expr& mean, const Expr& var, double epsilon)
 // per-sample statistics over the batch, as PyTorch does).
 Expr running_norm(LayerContext& c, const NormOptions& o, const std::string& type, bool instance) {
   const Expr& x = c.input();
-  check(is_float(x.dtype()), "expected a floating-point input, got ", x.type().to_string());
+  check(is_float(x.dtype()), "expected a floating-point input, got ", x.type());
   int a = x.shape().normalize_axis(o.axis, type);
   if (instance) {
-    check(x.rank() >= 3, "expected an input of rank >= 3 ([N, spatial..., C]), got ",
-          x.type().to_string());
+    check(x.rank() >= 3, "expected an input of rank >= 3 ([N, spatial..., C]), got ", x.type());
     check(a != 0, "the feature axis must not be the batch axis 0");
   }
   const Expr& rm = c.param("running_mean");
@@ -140,8 +139,7 @@ Model layer_norm(const Model& x, const NormOptions& o) {
   Model m = layer("layer_norm", {x},
                   [o](LayerContext& c) {
                     const Expr& x = c.input();
-                    check(is_float(x.dtype()), "expected a floating-point input, got ",
-                          x.type().to_string());
+                    check(is_float(x.dtype()), "expected a floating-point input, got ", x.type());
                     int a = x.shape().normalize_axis(o.axis, "layer_norm");
                     Expr y = normalize(x, mean(x, {a}, true), variance(x, {a}, true), o.epsilon);
                     return y * along(c.param("gamma"), x, a) + along(c.param("beta"), x, a);
@@ -155,34 +153,33 @@ Model layer_norm(const Model& x, const NormOptions& o) {
 Model group_norm(const Model& x, std::int64_t num_groups, const NormOptions& o) {
   check_options(o, "group_norm");
   check(num_groups >= 1, "group_norm: num_groups must be >= 1, got ", num_groups);
-  Model m = layer(
-      "group_norm", {x},
-      [o, num_groups](LayerContext& c) {
-        const Expr& x = c.input();
-        check(is_float(x.dtype()), "expected a floating-point input, got ", x.type().to_string());
-        check(x.rank() >= 2, "expected an input of rank >= 2 ([N, ..., C]), got ",
-              x.type().to_string());
-        int a = x.shape().normalize_axis(o.axis, "group_norm");
-        check(a != 0, "the feature axis must not be the batch axis 0");
-        std::int64_t ch = x.dim(a);
-        check(ch % num_groups == 0, "num_groups (", num_groups, ") must divide the ", ch,
-              " channels");
-        Ints dims = x.shape().dims(), split;
-        for (int i = 0; i < x.rank(); ++i) {
-          if (i != a) {
-            split.push_back(dims[static_cast<std::size_t>(i)]);
-            continue;
-          }
-          split.push_back(num_groups);
-          split.push_back(ch / num_groups);
-        }
-        Expr g = reshape(x, split);
-        Ints reduce = all_but(g.rank(), {0, a});
-        Expr y = reshape(normalize(g, mean(g, reduce, true), variance(g, reduce, true), o.epsilon),
-                         dims);
-        return y * along(c.param("gamma"), x, a) + along(c.param("beta"), x, a);
-      },
-      affine_params(o, "group_norm", true), {o.name});
+  Model m =
+      layer("group_norm", {x},
+            [o, num_groups](LayerContext& c) {
+              const Expr& x = c.input();
+              check(is_float(x.dtype()), "expected a floating-point input, got ", x.type());
+              check(x.rank() >= 2, "expected an input of rank >= 2 ([N, ..., C]), got ", x.type());
+              int a = x.shape().normalize_axis(o.axis, "group_norm");
+              check(a != 0, "the feature axis must not be the batch axis 0");
+              std::int64_t ch = x.dim(a);
+              check(ch % num_groups == 0, "num_groups (", num_groups, ") must divide the ", ch,
+                    " channels");
+              Ints dims = x.shape().dims(), split;
+              for (int i = 0; i < x.rank(); ++i) {
+                if (i != a) {
+                  split.push_back(dims[static_cast<std::size_t>(i)]);
+                  continue;
+                }
+                split.push_back(num_groups);
+                split.push_back(ch / num_groups);
+              }
+              Expr g = reshape(x, split);
+              Ints reduce = all_but(g.rank(), {0, a});
+              Expr y = reshape(
+                  normalize(g, mean(g, reduce, true), variance(g, reduce, true), o.epsilon), dims);
+              return y * along(c.param("gamma"), x, a) + along(c.param("beta"), x, a);
+            },
+            affine_params(o, "group_norm", true), {o.name});
   return detail::with_options(
       m, cat("num_groups=", num_groups, ", ", describe(o, false)),
       norm_config(detail::ConfigWriter().integer("num_groups", num_groups), o));
@@ -193,8 +190,7 @@ Model rms_norm(const Model& x, const NormOptions& o) {
   Model m = layer("rms_norm", {x},
                   [o](LayerContext& c) {
                     const Expr& x = c.input();
-                    check(is_float(x.dtype()), "expected a floating-point input, got ",
-                          x.type().to_string());
+                    check(is_float(x.dtype()), "expected a floating-point input, got ", x.type());
                     int a = x.shape().normalize_axis(o.axis, "rms_norm");
                     Expr y = x * rsqrt(mean(x * x, {a}, true) + o.epsilon);
                     return y * along(c.param("gamma"), x, a);

@@ -90,15 +90,15 @@ Expr run(LayerContext& c, const Cell& cell, const RecurrentOptions& o, bool has_
     bool given = s == 0 ? has_h : has_c;
     Expr v = given ? c.input(next++) : zeros(state, xs.dtype());
     check(v.shape() == state, cell.type, ": the initial ", s == 0 ? "hidden" : "cell", " state is ",
-          v.type().to_string(), ", expected ", TensorType{xs.dtype(), state}.to_string());
+          v.type(), ", expected ", TensorType{xs.dtype(), state}.to_string());
     init.push_back(v);
   }
   Expr keep;
   if (has_mask) {
     const Expr& m = c.input(next);
     const Shape want{xs.dim(0), xs.dim(1)};
-    check(m.shape() == want, cell.type, ": the mask is ", m.type().to_string(), ", expected ",
-          want.to_string(), " ([batch, time])");
+    check(m.shape() == want, cell.type, ": the mask is ", m.type(), ", expected ", want.to_string(),
+          " ([batch, time])");
     keep = transpose(m.dtype() == DType::boolean ? m : not_equal(m, 0), {1, 0});
   }
   Vs recurrent{c.param("recurrent_kernel")};

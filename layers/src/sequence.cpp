@@ -11,8 +11,7 @@ Model mask(const Model& x, double pad_value, const LayerOptions& options) {
       "mask", {x},
       [pad_value](LayerContext& c) {
         const Expr& v = c.input();
-        check(v.rank() >= 2, "mask: expected [batch, time, features...], got ",
-              v.type().to_string());
+        check(v.rank() >= 2, "mask: expected [batch, time, features...], got ", v.type());
         Expr real = not_equal(v, pad_value);
         if (v.rank() == 2) return real;
         Ints features;

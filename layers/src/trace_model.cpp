@@ -171,7 +171,7 @@ class ModelTracer {
                       "); inputs given: ", given.empty() ? "none" : given));
     }
     check(matches_declared(*r.node, it->second.type()), "model: input '", r.name, "' expects ",
-          declared_text(*r.node), ", got ", it->second.type().to_string());
+          declared_text(*r.node), ", got ", it->second.type());
     return it->second;
   }
 

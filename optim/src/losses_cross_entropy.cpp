@@ -40,8 +40,8 @@ void check_not_logits(std::string_view loss, const Expr& y_pred, const char* act
     if (a != b) v = a ? in[1] : in[0];
   }
   const Op op = g.node(v).op;
-  check(op != Op::dot_general && op != Op::convolution, loss, ": y_pred ",
-        y_pred.type().to_string(), " comes straight from a ", op_name(op),
+  check(op != Op::dot_general && op != Op::convolution, loss, ": y_pred ", y_pred.type(),
+        " comes straight from a ", op_name(op),
         " (a dense or convolution layer without an activation): those are logits, not "
         "probabilities; pass {.from_logits = true} or end the model in a ",
         activation);
@@ -65,16 +65,15 @@ Expr impl::categorical_cross_entropy(const Expr& y_true, const Expr& y_pred,
   Expr target;
   if (o.sparse) {
     check(is_integer(y_true.dtype()), kName, ": sparse labels must have an integer dtype, got ",
-          y_true.type().to_string());
+          y_true.type());
     Ints rows(y_pred.shape().dims().begin(), y_pred.shape().dims().end() - 1);
-    check(y_true.shape() == Shape(rows), kName, ": sparse y_true ", y_true.type().to_string(),
-          " must hold one class index per row of y_pred ", y_pred.type().to_string(), " (shape ",
+    check(y_true.shape() == Shape(rows), kName, ": sparse y_true ", y_true.type(),
+          " must hold one class index per row of y_pred ", y_pred.type(), " (shape ",
           Shape(rows).to_string(), ")");
     target = one_hot(y_true, classes, ft);
   } else {
-    check(y_true.shape() == y_pred.shape(), kName, ": y_true ", y_true.type().to_string(),
-          " and y_pred ", y_pred.type().to_string(),
-          " must have the same shape (integer class indices need sparse = true)");
+    check(y_true.shape() == y_pred.shape(), kName, ": y_true ", y_true.type(), " and y_pred ",
+          y_pred.type(), " must have the same shape (integer class indices need sparse = true)");
     target = as(y_true, ft);
   }
   Expr log_p = o.from_logits ? log_softmax(pred, -1) : log(max(pred, kEpsilon));

@@ -19,7 +19,7 @@ constexpr double kNeg = -1e30;
 void check_lengths(const Expr& lengths, std::string_view what, std::int64_t batch) {
   check(lengths.defined(), kName, ": ", what, " must be a defined Expr");
   check(is_integer(lengths.dtype()) && lengths.rank() == 1 && lengths.dim(0) == batch, kName, ": ",
-        what, " ", lengths.type().to_string(), " must be integer [", batch, "]");
+        what, " ", lengths.type(), " must be integer [", batch, "]");
 }
 
 // x [batch, states] moved `by` states to the right, kNeg shifted in.
@@ -57,19 +57,17 @@ Expr connectionist_temporal_classification(const Expr& y_true, const Expr& y_pre
                                            const Expr& input_lengths, const Expr& label_lengths,
                                            const CtcOptions& o) {
   check(y_true.defined() && y_pred.defined(), kName, ": y_true and y_pred must be defined Exprs");
-  check(is_float(y_pred.dtype()) && y_pred.rank() == 3, kName, ": y_pred ",
-        y_pred.type().to_string(),
+  check(is_float(y_pred.dtype()) && y_pred.rank() == 3, kName, ": y_pred ", y_pred.type(),
         " must be floating-point log-probabilities [batch, time, classes]");
   const std::int64_t batch = y_pred.dim(0), time = y_pred.dim(1), classes = y_pred.dim(2);
-  check(time >= 1 && classes >= 1, kName, ": y_pred ", y_pred.type().to_string(),
+  check(time >= 1 && classes >= 1, kName, ": y_pred ", y_pred.type(),
         " needs at least one time step and one class");
   check(is_integer(y_true.dtype()) && y_true.rank() == 2 && y_true.dim(0) == batch, kName,
-        ": y_true ", y_true.type().to_string(), " must be integer labels [", batch,
-        ", max_label_length]");
+        ": y_true ", y_true.type(), " must be integer labels [", batch, ", max_label_length]");
   check_lengths(input_lengths, "input_lengths", batch);
   check_lengths(label_lengths, "label_lengths", batch);
   check(o.blank >= 0 && o.blank < classes, kName, ": blank ", o.blank, " is not a class of y_pred ",
-        y_pred.type().to_string());
+        y_pred.type());
   check(y_true.graph() == y_pred.graph() && input_lengths.graph() == y_pred.graph() &&
             label_lengths.graph() == y_pred.graph(),
         kName, ": the operands belong to different traces");
@@ -149,17 +147,16 @@ Expr impl::ctc(const Expr& y_true, const Expr& y_pred, const CtcOptions& o) {
 
 Tensor ctc_targets(const Tensor& input_lengths, const Tensor& label_lengths, const Tensor& labels) {
   auto integer_rank = [](const Tensor& t, int rank, const char* what) {
-    check(is_integer(t.dtype()) && t.rank() == rank, "ctc_targets: ", what, " ",
-          t.type().to_string(), " must be an integer tensor of rank ", rank);
+    check(is_integer(t.dtype()) && t.rank() == rank, "ctc_targets: ", what, " ", t.type(),
+          " must be an integer tensor of rank ", rank);
   };
   integer_rank(input_lengths, 1, "input_lengths");
   integer_rank(label_lengths, 1, "label_lengths");
   integer_rank(labels, 2, "labels");
   const std::int64_t batch = labels.shape()[0], width = labels.shape()[1];
   check(input_lengths.shape()[0] == batch && label_lengths.shape()[0] == batch,
-        "ctc_targets: input_lengths ", input_lengths.type().to_string(), " and label_lengths ",
-        label_lengths.type().to_string(), " need one entry per row of labels ",
-        labels.type().to_string());
+        "ctc_targets: input_lengths ", input_lengths.type(), " and label_lengths ",
+        label_lengths.type(), " need one entry per row of labels ", labels.type());
   std::vector<std::int64_t> in = input_lengths.cast(DType::i64).to_vector<std::int64_t>();
   std::vector<std::int64_t> len = label_lengths.cast(DType::i64).to_vector<std::int64_t>();
   std::vector<std::int64_t> lab = labels.cast(DType::i64).to_vector<std::int64_t>();

@@ -29,11 +29,10 @@ Expr impl::margin_ranking(const Expr& y_true, const Expr& y_pred, const MarginOp
   detail::check_operands(kName, y_true, y_pred, 1);
   const Shape& s = y_pred.shape();
   Shape pair_shape(Ints(s.dims().begin() + 1, s.dims().end()));
-  check(y_pred.dim(0) == 2 && y_true.shape() == pair_shape, kName, ": y_pred ",
-        y_pred.type().to_string(), " must stack the two inputs x1, x2 on a leading axis of 2,",
-        " each shaped like y_true ", y_true.type().to_string());
-  check(y_true.rank() >= 1, kName, ": y_true ", y_true.type().to_string(),
-        " needs a batch axis (rank >= 1)");
+  check(y_pred.dim(0) == 2 && y_true.shape() == pair_shape, kName, ": y_pred ", y_pred.type(),
+        " must stack the two inputs x1, x2 on a leading axis of 2,", " each shaped like y_true ",
+        y_true.type());
+  check(y_true.rank() >= 1, kName, ": y_true ", y_true.type(), " needs a batch axis (rank >= 1)");
   const DType ft = detail::float_dtype(y_pred);
   Expr y = as(y_true, ft), p = as(y_pred, ft);
   Expr x1 = squeeze(slice_axis(p, 0, 1, 0), {0}), x2 = squeeze(slice_axis(p, 1, 1, 0), {0});

@@ -10,14 +10,14 @@ DType float_dtype(const Expr& y_pred) {
 void check_operands(std::string_view loss, const Expr& y_true, const Expr& y_pred, int min_rank) {
   check(y_true.defined() && y_pred.defined(), loss, ": y_true and y_pred must be defined Exprs");
   check(y_true.graph() == y_pred.graph(), loss, ": y_true and y_pred belong to different traces");
-  check(y_pred.rank() >= min_rank, loss, ": y_pred ", y_pred.type().to_string(), " needs ",
+  check(y_pred.rank() >= min_rank, loss, ": y_pred ", y_pred.type(), " needs ",
         min_rank == 1 ? "a batch axis (rank >= 1)" : "a batch and a class axis (rank >= 2)");
 }
 
 void check_same_shape(std::string_view loss, const Expr& y_true, const Expr& y_pred, int min_rank) {
   check_operands(loss, y_true, y_pred, min_rank);
-  check(y_true.shape() == y_pred.shape(), loss, ": y_true ", y_true.type().to_string(),
-        " and y_pred ", y_pred.type().to_string(), " must have the same shape");
+  check(y_true.shape() == y_pred.shape(), loss, ": y_true ", y_true.type(), " and y_pred ",
+        y_pred.type(), " must have the same shape");
 }
 
 Expr as(const Expr& x, DType dtype) { return x.dtype() == dtype ? x : cast(x, dtype); }

@@ -16,14 +16,13 @@ DType float_dtype(const Expr& y_pred) {
 void check_operands(std::string_view metric, const Expr& y_true, const Expr& y_pred) {
   check(y_true.defined() && y_pred.defined(), metric, ": y_true and y_pred must be defined Exprs");
   check(y_true.graph() == y_pred.graph(), metric, ": y_true and y_pred belong to different traces");
-  check(y_pred.rank() >= 1, metric, ": y_pred ", y_pred.type().to_string(),
-        " needs a batch axis (rank >= 1)");
+  check(y_pred.rank() >= 1, metric, ": y_pred ", y_pred.type(), " needs a batch axis (rank >= 1)");
 }
 
 void check_same_shape(std::string_view metric, const Expr& y_true, const Expr& y_pred) {
   check_operands(metric, y_true, y_pred);
-  check(y_true.shape() == y_pred.shape(), metric, ": y_true ", y_true.type().to_string(),
-        " and y_pred ", y_pred.type().to_string(), " must have the same shape");
+  check(y_true.shape() == y_pred.shape(), metric, ": y_true ", y_true.type(), " and y_pred ",
+        y_pred.type(), " must have the same shape");
 }
 
 // The fraction of true entries of a bool tensor.
@@ -33,16 +32,15 @@ Expr count(const Expr& hits, DType dtype) { return sum(cast(hits, dtype)); }
 // y_true's class per row: the sparse indices themselves, or the argmax of one-hot rows.
 Expr true_classes(std::string_view metric, const Expr& y_true, const Expr& y_pred, bool sparse) {
   if (!sparse) {
-    check(y_true.shape() == y_pred.shape(), metric, ": y_true ", y_true.type().to_string(),
-          " and y_pred ", y_pred.type().to_string(),
-          " must have the same shape (integer class indices need sparse = true)");
+    check(y_true.shape() == y_pred.shape(), metric, ": y_true ", y_true.type(), " and y_pred ",
+          y_pred.type(), " must have the same shape (integer class indices need sparse = true)");
     return argmax(y_true, -1);
   }
   check(is_integer(y_true.dtype()), metric, ": sparse labels must have an integer dtype, got ",
-        y_true.type().to_string());
+        y_true.type());
   Shape rows(Ints(y_pred.shape().dims().begin(), y_pred.shape().dims().end() - 1));
-  check(y_true.shape() == rows, metric, ": sparse y_true ", y_true.type().to_string(),
-        " must hold one class index per row of y_pred ", y_pred.type().to_string(), " (shape ",
+  check(y_true.shape() == rows, metric, ": sparse y_true ", y_true.type(),
+        " must hold one class index per row of y_pred ", y_pred.type(), " (shape ",
         rows.to_string(), ")");
   return cast(y_true, DType::i64);
 }
@@ -78,8 +76,8 @@ Expr impl::accuracy(const Expr& y_true, const Expr& y_pred, const MetricOptions&
     if (y_true.shape() != y_pred.shape() && y_true.shape().numel() == y_pred.shape().numel() &&
         y_true.rank() >= 1 && y_true.dim(0) == y_pred.dim(0) && y_true.rank() <= 2)
       truth = reshape(y_true, y_pred.shape().dims());
-    check(truth.shape() == y_pred.shape(), kName, ": y_true ", y_true.type().to_string(),
-          " does not fit binary predictions y_pred ", y_pred.type().to_string());
+    check(truth.shape() == y_pred.shape(), kName, ": y_true ", y_true.type(),
+          " does not fit binary predictions y_pred ", y_pred.type());
     Expr predicted = cast(greater(y_pred, o.threshold), ft);
     return fraction(equal(predicted, cast(truth, ft)), ft);
   }
@@ -142,11 +140,11 @@ Expr impl::top_k_categorical_accuracy(const Expr& y_true, const Expr& y_pred,
   const std::int64_t k = o.k;
   const bool sparse = o.sparse;
   check_operands(kName, y_true, y_pred);
-  check(y_pred.rank() >= 2, kName, ": y_pred ", y_pred.type().to_string(),
+  check(y_pred.rank() >= 2, kName, ": y_pred ", y_pred.type(),
         " needs a batch and a class axis (rank >= 2)");
   const std::int64_t classes = y_pred.dim(-1);
   check(k >= 1 && k <= classes, kName, ": k must be in [1, ", classes, "] for y_pred ",
-        y_pred.type().to_string(), ", got ", k);
+        y_pred.type(), ", got ", k);
   const DType ft = float_dtype(y_pred);
   Expr truth = expand_dims(true_classes(kName, y_true, y_pred, sparse), -1);  // [.., 1]
   Expr class_index = iota(y_pred.shape(), y_pred.rank() - 1);

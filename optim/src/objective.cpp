@@ -11,14 +11,14 @@ namespace {
 
 void check_scalar(const Expr& e, const std::string& what) {
   check(e.defined(), what, " returned an undefined Expr");
-  check(e.rank() == 0, what, " must return a scalar, got ", e.type().to_string(),
+  check(e.rank() == 0, what, " must return a scalar, got ", e.type(),
         " (reduce it, e.g. with mean)");
 }
 
 Expr scalar_loss(const LossFn& fn, const Expr& y, const Expr& y_pred, const std::string& what) {
   Expr l = fn(y, y_pred);
   check_scalar(l, what);
-  check(is_float(l.dtype()), what, " must be floating point, got ", l.type().to_string());
+  check(is_float(l.dtype()), what, " must be floating point, got ", l.type());
   return l;
 }
 
@@ -112,7 +112,7 @@ void Objective::check_targets(const Tensor& y, std::int64_t examples) const {
         "): pass y as a map from output name to targets");
   check(y.defined(), who_, ": y must be a defined tensor");
   check(examples < 0 || (y.rank() >= 1 && y.shape()[0] == examples), who_, ": the inputs hold ",
-        examples, " examples but y is ", y.type().to_string(),
+        examples, " examples but y is ", y.type(),
         " (x and y must hold the same number of examples)");
 }
 
@@ -127,7 +127,7 @@ void Objective::check_targets(const std::map<std::string, Tensor>& y, std::int64
           "', which has no loss or metric (outputs: ", heads_text(), ")");
     check(t.defined(), who_, ": the targets of '", head, "' are an undefined tensor");
     check(examples < 0 || (t.rank() >= 1 && t.shape()[0] == examples), who_, ": the inputs hold ",
-          examples, " examples but the targets of '", head, "' are ", t.type().to_string(),
+          examples, " examples but the targets of '", head, "' are ", t.type(),
           " (x and y must hold the same number of examples)");
   }
   for (const std::string& head : wanted)

@@ -17,7 +17,7 @@ namespace {
 const Expr& checked_step(const Expr& step, std::string_view who) {
   check(step.defined(), who, ": the step is an undefined Expr");
   check(step.shape().rank() == 0 && !is_float(step.dtype()) && step.dtype() != DType::boolean, who,
-        ": the step must be an integer scalar, got ", step.type().to_string());
+        ": the step must be an integer scalar, got ", step.type());
   return step;
 }
 

@@ -45,11 +45,10 @@ std::int64_t examples_of(const std::map<std::string, Tensor>& x, const char* who
     check(std::find(facts.inputs.begin(), facts.inputs.end(), name) != facts.inputs.end(), who,
           ": the model has no input '", name, "' (its inputs: ", names, ")");
     check(t.defined(), who, ": input '", name, "' is an undefined tensor");
-    check(t.rank() >= 1, who, ": input '", name, "' needs an examples axis, got ",
-          t.type().to_string());
+    check(t.rank() >= 1, who, ": input '", name, "' needs an examples axis, got ", t.type());
     if (examples < 0) examples = t.shape()[0], first = name;
-    check(t.shape()[0] == examples, who, ": input '", name, "' ", t.type().to_string(),
-          " and input '", first, "' must hold the same number of examples");
+    check(t.shape()[0] == examples, who, ": input '", name, "' ", t.type(), " and input '", first,
+          "' must hold the same number of examples");
   }
   for (const std::string& n : facts.inputs)
     check(x.count(n) != 0, who, ": no tensor for input '", n, "' (its inputs: ", names, ")");
@@ -90,7 +89,7 @@ void check_same_model_state(const ExprParamMap& before, const ExprParamMap& afte
             layer, "/", name, " that the model state lacks");
       const TensorType& want = l->second.at(name).type();
       check(v.type() == want, "TrainStep: state ", layer, "/", name, " changed type from ",
-            want.to_string(), " to ", v.type().to_string());
+            want.to_string(), " to ", v.type());
     }
 }
 
@@ -105,7 +104,7 @@ ExprParamMap scaled_update(const ExprParamMap& params, const ExprParamMap& updat
       const Expr& u = l->second.at(name);
       check(u.defined() && u.shape() == p.shape(), "TrainStep: the update of ", layer, "/", name,
             " is ", u.defined() ? u.type().to_string() : "undefined", ", expected the shape of ",
-            p.type().to_string());
+            p.type());
       if (frozen.count({layer, name}) != 0) {
         out[layer][name] = p;
         continue;

@@ -78,8 +78,8 @@ Transformation compose(std::vector<Transformation> transformations) {
 ExprParamMap apply_updates(const ExprParamMap& params, const ExprParamMap& updates) {
   check_same_structure(params, updates, "apply_updates");
   return tree_map(params, updates, [](const Expr& p, const Expr& u) {
-    check(p.shape() == u.shape(), "apply_updates: a parameter of type ", p.type().to_string(),
-          " got an update of type ", u.type().to_string());
+    check(p.shape() == u.shape(), "apply_updates: a parameter of type ", p.type(),
+          " got an update of type ", u.type());
     return p + optim_detail::cast_like(u, p);
   });
 }
@@ -100,8 +100,7 @@ Expr LearningRate::at(const Expr& step) const {
   check(rate.defined() && rate.graph() == step.graph(),
         "LearningRate: the schedule returned an undefined Expr or one of another trace");
   check(rate.shape().numel() == 1 && is_float(rate.dtype()),
-        "LearningRate: a schedule must return a floating-point scalar, got ",
-        rate.type().to_string());
+        "LearningRate: a schedule must return a floating-point scalar, got ", rate.type());
   if (rate.rank() != 0) rate = reshape(rate, {});
   return rate.dtype() == DType::f32 ? rate : cast(rate, DType::f32);
 }
@@ -135,7 +134,7 @@ ExprParamMap get_tree(const OptState& state, const std::string& prefix, const Ex
     for (const auto& [name, leaf] : leaves) {
       const Expr& e = optim_detail::state_entry(state, leaf_key(prefix, layer, name), "get_tree");
       check(e.shape() == leaf.shape(), "get_tree: state entry '", leaf_key(prefix, layer, name),
-            "' is ", e.type().to_string(), " but its parameter is ", leaf.type().to_string());
+            "' is ", e.type(), " but its parameter is ", leaf.type());
       out[layer][name] = e;
     }
   return out;

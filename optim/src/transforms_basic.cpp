@@ -124,7 +124,7 @@ Transformation add_decayed_weights(double decay, ParamMask mask) {
               layer, "/", name, " for the update of that name");
         const Expr& p = l->second.at(name);
         check(p.shape() == u.shape(), "add_decayed_weights: parameter ", layer, "/", name, " is ",
-              p.type().to_string(), " but its update is ", u.type().to_string());
+              p.type(), " but its update is ", u.type());
         u = u + cast_like(p, u) * decay;
       }
     return out;
@@ -168,7 +168,7 @@ Transformation add_noise(double eta, double gamma, std::uint64_t seed) {
     for (const auto& [layer, leaves] : updates)
       for (const auto& [name, u] : leaves) {
         check(is_float(u.dtype()), "add_noise: update ", layer, "/", name,
-              " must be floating-point, got ", u.type().to_string());
+              " must be floating-point, got ", u.type());
         Expr noise =
             random::normal(random::fold_in(step_key, position++), u.shape(), 0, 1, u.dtype());
         out[layer][name] = u + noise * cast_like(stddev, u);

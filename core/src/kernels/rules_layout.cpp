@@ -51,8 +51,7 @@ TensorType infer_broadcast(std::span<const TensorType> in, const Attrs& attrs) {
   for (int i = 0; i < x.rank(); ++i) {
     std::int64_t d = a.dims[static_cast<std::size_t>(i)];
     check(d >= 0 && d < a.shape.rank(), "broadcast: dims[", i, "] = ", d,
-          " is out of range for the target shape ", a.shape.to_string(), " of rank ",
-          a.shape.rank());
+          " is out of range for the target shape ", a.shape, " of rank ", a.shape.rank());
     // check() evaluates its message parts whatever the outcome: dims[i - 1] only for i > 0.
     if (i > 0) {
       const std::int64_t previous = a.dims[static_cast<std::size_t>(i) - 1];
@@ -60,7 +59,7 @@ TensorType infer_broadcast(std::span<const TensorType> in, const Attrs& attrs) {
             " after ", previous);
     }
     check(x[i] == 1 || x[i] == a.shape[static_cast<int>(d)], "broadcast: cannot broadcast ",
-          types_text(in), " to ", a.shape.to_string(), ": axis ", i, " has size ", x[i],
+          types_text(in), " to ", a.shape, ": axis ", i, " has size ", x[i],
           " but maps to target axis ", d, " of size ", a.shape[static_cast<int>(d)],
           " (expected 1 or equal)");
   }

@@ -15,8 +15,7 @@ Tensor kernel_parameter(std::span<const Tensor> in, const Attrs& attrs, const Te
   const auto& p = attrs_as<ParameterAttrs>(attrs);
   check(in.size() == 1, "parameter ", p.index, ": no input tensor was bound");
   check(in[0].type() == out, "parameter ", p.index, (p.name.empty() ? "" : " '"), p.name,
-        (p.name.empty() ? "" : "'"), ": expected ", out.to_string(), ", got ",
-        in[0].type().to_string());
+        (p.name.empty() ? "" : "'"), ": expected ", out.to_string(), ", got ", in[0].type());
   return in[0];
 }
 

@@ -158,7 +158,7 @@ template <class T>
 Tensor Tensor::from(const std::vector<T>& values, std::optional<Shape> shape) {
   Shape s = shape ? *shape : Shape{static_cast<std::int64_t>(values.size())};
   check(s.numel() == static_cast<std::int64_t>(values.size()), "Tensor::from: ", values.size(),
-        " values do not fill shape ", s.to_string(), " (", s.numel(), " elements)");
+        " values do not fill shape ", s, " (", s.numel(), " elements)");
   constexpr DType dt = dtype_of<T>();
   Tensor t(dt, std::move(s));
   T* out = t.data<T>();
@@ -191,7 +191,7 @@ std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 T Tensor::item() const {
-  check(numel() == 1, "Tensor::item: expected one element, got ", type_.to_string());
+  check(numel() == 1, "Tensor::item: expected one element, got ", type_);
   return to_vector<T>()[0];
 }
 

@@ -238,8 +238,9 @@ std::vector<L> tree_leaves(const T& tree) {
 template <class L, class Like>
 tree_with_leaf_t<Like, L> tree_unflatten(const Like& like, std::span<const L> leaves) {
   std::size_t want = TreeTraits<Like>::leaf_count(like);
-  check(leaves.size() == want, "tree_unflatten: the structure ", tree_structure(like), " has ",
-        want, " leaves, got ", leaves.size());
+  if (leaves.size() != want)  // the structure text only on failure: this runs every call
+    throw Error(cat("tree_unflatten: the structure ", tree_structure(like), " has ", want,
+                    " leaves, got ", leaves.size()));
   std::size_t pos = 0;
   return TreeTraits<Like>::build(like, leaves, pos);
 }
