@@ -2,6 +2,7 @@
 // cost) against the interpreter: many shapes, transposed and batched operands, each
 // epilogue (bias along either axis, residual, relu, tanh, logistic), one product by hand,
 // and the size where products go back to oneDNN.
+#include <array>
 #include <string>
 
 #include "compiler/cpu_test_util.hpp"
@@ -140,6 +141,40 @@ TEST(CpuSmallMatmul, Epilogues) {
   EXPECT_EQ(matmul_dims(only_matmul(*exe)), "3 x 4x5x2");
   EXPECT_EQ(only_matmul(*exe).epilogue.text(), " + residual, tanh");
   EXPECT_TRUE(on_small_kernel(*exe));
+}
+
+// One row against weights read along their contiguous columns runs on the small kernel at
+// any size, and from 65,536 multiply-adds on splits its columns between the threads:
+// ranges of whole 16-column vectors (one of 16, one of 17, a last block short of 64),
+// each with its part of the epilogue.
+TEST(CpuSmallMatmul, RowProductsSplitTheirColumnsBetweenThreads) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  CompileOptions options;
+  options.optimize = false;
+  options.cpu.threads = 2;
+  for (auto [m, k, n] : std::vector<std::array<std::int64_t, 3>>{
+           {1, 784, 128}, {1, 600, 130}, {1, 40, 1700}, {1, 2048, 33}, {1, 100, 200}}) {
+    SCOPED_TRACE(cat(m, "x", k, "x", n));
+    Graph g = trace(
+        [&](const std::vector<Expr>& in) {
+          return std::vector<Expr>{tanh(dot(in[0], in[1]) + broadcast(in[2], {m, n}, {1}) + in[3])};
+        },
+        {{f32, {m, k}}, {f32, {k, n}}, {f32, {n}}, {f32, {m, n}}}, "rows");
+    auto exe = compile_graph(g, "cpu", options);
+    std::vector<Tensor> in = seeded_inputs(g, 3);
+    // f32 sums of up to 784 products, in another order than the interpreter's.
+    EXPECT_TRUE(allclose(exe->run(in)[0], interpret(g, in)[0], 1e-4, 1e-5)) << exe->describe();
+    EXPECT_EQ(only_matmul(*exe).epilogue.text(), " + bias, residual, tanh");
+    EXPECT_TRUE(on_small_kernel(*exe)) << exe->describe();
+    EXPECT_EQ(count_text(exe->describe(), "columns split between threads"),
+              m * k * n >= 65536 ? 1 : 0);
+  }
+  // Two rows, or weights read across their columns, go to oneDNN.
+  for (auto [a, b, cb] : std::vector<std::tuple<Shape, Shape, Ints>>{{{2, 784}, {784, 128}, {0}},
+                                                                     {{1, 784}, {128, 784}, {1}}}) {
+    auto exe = compile_graph(dot_graph(a, b, {1}, cb), "cpu", options);
+    EXPECT_FALSE(on_small_kernel(*exe)) << exe->describe();
+  }
 }
 
 TEST(CpuSmallMatmul, LargerProductsStayOnOneDnn) {
