@@ -83,25 +83,19 @@ class SmallMatmulKernel final : public CpuKernel {
     for (std::size_t i = 0; i < s.epilogue.operands.size(); ++i)
       operand[i] = ctx.at<const float>(s.epilogue.operands[i].value);
 #ifdef _OPENMP
-    const int team = split_ ? omp_get_max_threads() : 1;
-#else
-    const int team = 1;
-#endif
-    if (team <= 1) {
-      columns(a, w, y, operand, 0, s.n);
+    if (const int team = split_ ? omp_get_max_threads() : 1; team > 1) {
+      const std::int64_t vectors = (s.n + 15) / 16;  // each thread a range of whole vectors
+#pragma omp parallel num_threads(team)
+      {
+        FlushDenormals flush;  // worker threads too (the calling thread's is set by the run)
+        const std::int64_t t = omp_get_thread_num();
+        columns(a, w, y, operand, std::min(s.n, vectors * t / team * 16),
+                std::min(s.n, vectors * (t + 1) / team * 16));
+      }
       return;
     }
-    // Each thread a range of whole 16-column vectors.
-    const std::int64_t vectors = (s.n + 15) / 16;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(team)
-    {
-      FlushDenormals flush;  // worker threads too (the calling thread's is set by the run)
-      const std::int64_t t = omp_get_thread_num();
-      columns(a, w, y, operand, std::min(s.n, vectors * t / team * 16),
-              std::min(s.n, vectors * (t + 1) / team * 16));
-    }
 #endif
+    columns(a, w, y, operand, 0, s.n);
   }
 
   std::string describe() const override {

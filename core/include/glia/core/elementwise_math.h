@@ -34,8 +34,7 @@
  *   glia_threefry2x32(k0, k1, c0, c1)
  *                               Threefry-2x32, 20 rounds: the counter (c0, c1) encrypted
  *                               under the key (k0, k1), as x0 | x1 << 32 (threefry.hpp)
- *   glia_threefry2x32_words(k0, k1, c0, c1, &x0, &x1)
- *                               the same block, its words stored through pointers
+ *   glia_threefry2x32_words(k0, k1, c0, c1, &x0, &x1)  the same, through pointers
  *   glia_random_word(k0, k1, i) word i of random_bits under that key: pair i / 2 uses
  *                               counter (hi32(i / 2), lo32(i / 2)), word i % 2 of it
  *
@@ -372,9 +371,8 @@ GLIA_EW_FN float glia_f32_from_f16(glia_u16 h) {
   GLIA_EW_TF_ROUND_(a)                                                              \
   GLIA_EW_TF_ROUND_(b) GLIA_EW_TF_ROUND_(c) GLIA_EW_TF_ROUND_(d) x0 += ks[(s) % 3]; \
   x1 += ks[((s) + 1) % 3] + (glia_u32)(s);
-/* The block's two words through pointers: a loop storing them vectorises without the
- * shifts and permutes that packing them into 64 bits and out again costs (576 words of
- * a uniform initializer: 530 -> 455 ns). */
+/* Stored through pointers, a loop's words vectorise without packing them into 64 bits
+ * and out again (576 words of an initializer: 530 -> 455 ns). */
 GLIA_EW_FN void glia_threefry2x32_words(glia_u32 k0, glia_u32 k1, glia_u32 c0, glia_u32 c1,
                                         glia_u32* w0, glia_u32* w1) {
   const glia_u32 ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
@@ -384,8 +382,7 @@ GLIA_EW_FN void glia_threefry2x32_words(glia_u32 k0, glia_u32 k1, glia_u32 c0, g
   GLIA_EW_TF_FOUR_(13, 15, 26, 6, 3)
   GLIA_EW_TF_FOUR_(17, 29, 16, 24, 4)
   GLIA_EW_TF_FOUR_(13, 15, 26, 6, 5)
-  *w0 = x0;
-  *w1 = x1;
+  *w0 = x0, *w1 = x1;
 }
 GLIA_EW_FN glia_u64 glia_threefry2x32(glia_u32 k0, glia_u32 k1, glia_u32 c0, glia_u32 c1) {
   glia_u32 x0, x1;
