@@ -102,6 +102,7 @@ class Simplifier {
     if (ValueId r = arithmetic(n); r != kKeep) return r;
     if (ValueId r = compose(n); r != kKeep) return r;
     if (ValueId r = join_pads(n); r != kKeep) return r;
+    if (ValueId r = unit_reduction(n); r != kKeep) return r;
     return keep_reduced_axes(n, src);
   }
 
@@ -139,10 +140,26 @@ class Simplifier {
       case Op::reduce_max:
       case Op::reduce_min:
       case Op::reduce_prod:
-        return std::get<ReduceAttrs>(n.attrs).axes.empty();
+        return reduces_single_elements(n);
       default:
         return false;
     }
+  }
+
+  // A reduction over no axes, or over axes of extent 1 only, whose result is each element
+  // alone (combined with the identity: x + 0 is x, as `arithmetic` has it).
+  bool reduces_single_elements(const Node& n) const {
+    const Shape& x = type(n.inputs[0]).shape;
+    for (std::int64_t axis : std::get<ReduceAttrs>(n.attrs).axes)
+      if (x[static_cast<int>(axis)] != 1) return false;
+    return true;
+  }
+
+  // Such a reduction without keep_axes is a reshape (softmax over an axis of one element:
+  // its max and sum are the element itself).
+  ValueId unit_reduction(const Node& n) {
+    if (!std::holds_alternative<ReduceAttrs>(n.attrs) || !reduces_single_elements(n)) return kKeep;
+    return out_.add(Op::reshape, {n.inputs[0]}, ReshapeAttrs{n.type.shape});
   }
 
   // Constant folding. Splats stay splats whatever their size; other constant results

@@ -1,7 +1,7 @@
 // The `cpu` backend's small matmul kernel (tiny f32 products, below oneDNN's per-call
 // cost) against the interpreter: many shapes, transposed and batched operands, each
-// epilogue (bias along either axis, residual, relu, tanh, logistic), one product by hand,
-// and the size where products go back to oneDNN.
+// epilogue (bias along either axis, residual, relu, tanh, logistic) on every block of
+// columns, one product by hand, and the size where products go back to oneDNN.
 #include <array>
 #include <string>
 
@@ -141,6 +141,27 @@ TEST(CpuSmallMatmul, Epilogues) {
   EXPECT_EQ(matmul_dims(only_matmul(*exe)), "3 x 4x5x2");
   EXPECT_EQ(only_matmul(*exe).epilogue.text(), " + residual, tanh");
   EXPECT_TRUE(on_small_kernel(*exe));
+}
+
+// Columns run in register blocks of 64, 32, 16 and 8, then one at a time; each block's
+// epilogue reads its part of a bias along the columns, one along the rows and a residual
+// of its own row. Widths around every block size, one to three rows.
+TEST(CpuSmallMatmul, EpiloguesOnEveryColumnBlock) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  for (std::int64_t m : {1, 2, 3})
+    for (std::int64_t n : {8, 15, 16, 24, 32, 40, 56, 63, 64, 71, 120, 127}) {
+      SCOPED_TRACE(cat(m, "x", n));
+      const std::int64_t k = 6;
+      Graph g = trace(
+          [&](const std::vector<Expr>& in) {
+            Expr p = dot(in[0], in[1]) + broadcast(in[2], {m, n}, {1});
+            return std::vector<Expr>{relu(p + broadcast(in[3], {m, n}, {0}) + in[4])};
+          },
+          {{f32, {m, k}}, {f32, {k, n}}, {f32, {n}}, {f32, {m}}, {f32, {m, n}}}, "blocks");
+      auto exe = check(g);
+      EXPECT_EQ(only_matmul(*exe).epilogue.text(), " + bias, bias, residual, relu");
+      EXPECT_TRUE(on_small_kernel(*exe));
+    }
 }
 
 // One row against weights read along their contiguous columns runs on the small kernel at

@@ -243,6 +243,45 @@ TEST(Simplify, AReductionReshapedToKeepItsAxesKeepsThem) {
   expect_same_results(shared, kept, {x});
 }
 
+// A reduction over axes of extent 1 reduces each element alone: with keep_axes it is the
+// operand itself, without it a reshape; softmax over such an axis keeps no reduction. An
+// axis of more elements keeps its reduction.
+TEST(Simplify, ReductionsOverSingleElementsAreReshapes) {
+  const Tensor x =
+      glia::testing::f32s({1.5f, -2, std::numeric_limits<float>::quiet_NaN(), 4}, {2, 1, 2, 1});
+  Graph g("unit_reductions");
+  ValueId p = g.add_parameter(x.type(), "x");
+  g.set_outputs({
+      g.add(Op::reduce_sum, {p}, glia::ReduceAttrs{{1, 3}, true}),
+      g.add(Op::reduce_max, {p}, glia::ReduceAttrs{{1}, false}),
+      g.add(Op::reduce_min, {p}, glia::ReduceAttrs{{3}, false}),
+      g.add(Op::reduce_prod, {p}, glia::ReduceAttrs{{1, 3}, false}),
+      g.add(Op::reduce_sum, {p}, glia::ReduceAttrs{{1, 2}, true}),  // axis 2 has two
+  });
+  Graph s = simplified(g);
+  EXPECT_EQ(count_ops(s, Op::reduce_sum), 1) << glia::to_text(s);
+  EXPECT_EQ(
+      count_ops(s, Op::reduce_max) + count_ops(s, Op::reduce_min) + count_ops(s, Op::reduce_prod),
+      0)
+      << glia::to_text(s);
+  EXPECT_EQ(s.outputs()[0], s.parameters()[0]);
+  EXPECT_EQ(glia::to_text(s).find("reduce_sum %0 [axes=[1, 2]") != std::string::npos, true)
+      << glia::to_text(s);
+  expect_same_results(g, s, {x});  // the NaN included: max and min keep it
+  std::vector<Tensor> out = glia::interpret(s, std::vector{x});
+  EXPECT_EQ(out[1].shape(), (glia::Shape{2, 2, 1}));
+  EXPECT_EQ(out[3].shape(), (glia::Shape{2, 2}));
+
+  Graph softmax = traced([](const Expr& e) { return glia::softmax(e, 1); }, {glia::f32, {3, 1}});
+  Graph kept = simplified(softmax);
+  EXPECT_EQ(count_ops(kept, Op::reduce_max) + count_ops(kept, Op::reduce_sum), 0)
+      << glia::to_text(kept);
+  const Tensor logits = glia::testing::f32s({-3, 0.5f, 80}, {3, 1});
+  expect_same_results(softmax, kept, {logits});
+  EXPECT_EQ(glia::testing::values(glia::interpret(kept, std::vector{logits})[0]),
+            (glia::testing::V{1, 1, 1}));
+}
+
 // The gradient of slicing a tensor into parts (lstm's gates): the parts' pads and adds
 // become one concatenate (no pad left when the parts tile the whole); parts that leave
 // a gap keep one pad; overlapping parts keep their add.

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "glia/core/elementwise.hpp"
 
@@ -18,53 +19,130 @@ namespace glia::detail::cpu {
 
 namespace {
 
-// out[j] = sum_k a[k * ak] * w[k * wk + j * wn], for j < n. An AVX2 clone where the CPU
-// has it (mul and add, no FMA: every ISA rounds alike). Not under ThreadSanitizer: GCC
+// The small kernel's table of epilogue operands, and of batch indices.
+constexpr std::size_t kMaxOperands = 8, kMaxBatchDims = 10;
+
+// Eight floats as GCC's generic vector: an AVX register in the AVX2 clone below, two SSE
+// registers in the default one. Arrays of these, fully unrolled, stay in registers, where
+// GCC keeps a float array that a loop vectorises in memory (a store and a reload a step).
+// Unaligned (aligned(4)); GCC lets a vector of floats alias floats.
+using Vector8 = float __attribute__((vector_size(32), aligned(4)));
+#define GLIA_VECTOR8(p) (*reinterpret_cast<const Vector8*>(p))
+
+// The epilogue of the rows of one batch element: each add's operand at the first row and
+// column computed, and its row and column strides (0: broadcast along it).
+// Only the entries of the adds among `steps` are set (zeroing the tables costs a rep stos).
+struct RowsEpilogue {
+  const EpilogueSpec::Step* steps;
+  std::size_t count;
+  const float* operand[kMaxOperands];
+  std::int64_t row_stride[kMaxOperands], column_stride[kMaxOperands];
+};
+
+// The epilogue on v[0, len), columns j.. of row i. Inlined into each clone below, so a
+// block of constant length runs it in that clone's vectors, on sums still in registers.
+inline void apply_epilogue(const RowsEpilogue& e, std::int64_t i, std::int64_t j,
+                           float* __restrict v, std::int64_t len) {
+  std::size_t next = 0;
+  for (std::size_t s = 0; s < e.count; ++s) {
+    switch (e.steps[s]) {
+      case EpilogueSpec::Step::add: {
+        const std::int64_t pn = e.column_stride[next];
+        const float* __restrict p = e.operand[next] + i * e.row_stride[next] + j * pn;
+        ++next;
+        if (pn == 1) {
+          for (std::int64_t c = 0; c < len; ++c) v[c] += p[c];
+        } else {
+          for (std::int64_t c = 0; c < len; ++c) v[c] += p[c * pn];
+        }
+        break;
+      }
+      case EpilogueSpec::Step::relu:  // as max(x, 0): NaN propagates
+        for (std::int64_t c = 0; c < len; ++c) v[c] = v[c] < 0.0f ? 0.0f : v[c];
+        break;
+      case EpilogueSpec::Step::tanh:
+        for (std::int64_t c = 0; c < len; ++c) v[c] = ew::Tanh{}(v[c]);
+        break;
+      case EpilogueSpec::Step::logistic:
+        for (std::int64_t c = 0; c < len; ++c) v[c] = ew::Logistic{}(v[c]);
+        break;
+    }
+  }
+}
+
+// out[i * n + j] = epilogue(sum_k a[i * am + k * ak] * w[k * wk + j * wn]), for i < m and
+// j < n: every row of one batch element in one call. An AVX2 clone where the CPU has it
+// (mul and add, no FMA: every ISA rounds alike). Not under ThreadSanitizer: GCC
 // instruments the ifunc resolver that target_clones makes, and the dynamic loader runs it
 // before TSan's runtime is set up, so the program crashes before main (the default clone
 // gives the same bits).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-void product_row(const float* a, std::int64_t ak, const float* w, std::int64_t wk, std::int64_t wn,
-                 std::int64_t k, std::int64_t n, float* __restrict out) {
-  if (wn == 1) {
-    // Blocks of columns whose sums stay in registers over k, then the rest in `out`.
-    constexpr std::int64_t kBlock = 64;
-    std::int64_t j0 = 0;
-    for (; j0 + kBlock <= n; j0 += kBlock) {
-      float acc[kBlock] = {};
+void product_rows(const float* a, std::int64_t am, std::int64_t ak, const float* w,
+                  std::int64_t wk, std::int64_t wn, std::int64_t m, std::int64_t k, std::int64_t n,
+                  float* __restrict out, std::int64_t out_row, const RowsEpilogue& e) {
+  for (std::int64_t i = 0; i < m; ++i, a += am, out += out_row) {
+    if (wn == 1) {
+      // Blocks of columns whose sums stay in registers over k (64, then 32, 16 and 8),
+      // then the rest in `out`; each block's epilogue runs while it is in L1.
+      std::int64_t j0 = 0;
+      auto blocks = [&]<std::int64_t kBlock>(std::integral_constant<std::int64_t, kBlock>) {
+        constexpr int kVectors = int(kBlock / 8);
+        for (; k > 0 && j0 + kBlock <= n; j0 += kBlock) {
+          Vector8 acc[kVectors];  // unrolled below, so each stays a register
+#pragma GCC unroll 8
+          for (int v = 0; v < kVectors; ++v) acc[v] = a[0] * GLIA_VECTOR8(w + j0 + 8 * v);
+          for (std::int64_t q = 1; q < k; ++q) {
+            const float av = a[q * ak];
+            const float* wr = w + q * wk + j0;
+#pragma GCC unroll 8
+            for (int v = 0; v < kVectors; ++v) acc[v] += av * GLIA_VECTOR8(wr + 8 * v);
+          }
+#pragma GCC unroll 8
+          for (int v = 0; v < kVectors; ++v) *reinterpret_cast<Vector8*>(out + j0 + 8 * v) = acc[v];
+          apply_epilogue(e, i, j0, out + j0, kBlock);
+        }
+      };
+      blocks(std::integral_constant<std::int64_t, 64>{});
+      blocks(std::integral_constant<std::int64_t, 32>{});
+      blocks(std::integral_constant<std::int64_t, 16>{});
+      blocks(std::integral_constant<std::int64_t, 8>{});
+      if (j0 == n) continue;
+      std::fill(out + j0, out + n, 0.0f);
       for (std::int64_t q = 0; q < k; ++q) {
         const float av = a[q * ak];
-        const float* __restrict wr = w + q * wk + j0;
-        for (std::int64_t j = 0; j < kBlock; ++j) acc[j] += av * wr[j];
+        const float* __restrict wr = w + q * wk;
+        for (std::int64_t j = j0; j < n; ++j) out[j] += av * wr[j];
       }
-      std::copy(acc, acc + kBlock, out + j0);
+      apply_epilogue(e, i, j0, out + j0, n - j0);
+      continue;
     }
-    std::fill(out + j0, out + n, 0.0f);
-    for (std::int64_t q = 0; j0 < n && q < k; ++q) {
-      const float av = a[q * ak];
-      const float* __restrict wr = w + q * wk;
-      for (std::int64_t j = j0; j < n; ++j) out[j] += av * wr[j];
+    if (wk == 1 && ak == 1) {
+      // Dot products over contiguous k, eight lanes of partial sums apiece (a vector add a
+      // step, not a chain of k dependent scalar adds), then the lanes' pairwise sum.
+      constexpr std::int64_t kLanes = 8;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float* __restrict wc = w + j * wn;
+        float lane[kLanes] = {};
+        std::int64_t q = 0;
+        for (; q + kLanes <= k; q += kLanes)
+          for (std::int64_t l = 0; l < kLanes; ++l) lane[l] += a[q + l] * wc[q + l];
+        float acc = ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
+                    ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+        for (; q < k; ++q) acc += a[q] * wc[q];
+        out[j] = acc;
+      }
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        for (std::int64_t q = 0; q < k; ++q) acc += a[q * ak] * w[q * wk + j * wn];
+        out[j] = acc;
+      }
     }
-  } else if (wk == 1 && ak == 1) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      const float* __restrict wc = w + j * wn;
-      float acc = 0.0f;
-      for (std::int64_t q = 0; q < k; ++q) acc += a[q] * wc[q];
-      out[j] = acc;
-    }
-  } else {
-    for (std::int64_t j = 0; j < n; ++j) {
-      float acc = 0.0f;
-      for (std::int64_t q = 0; q < k; ++q) acc += a[q * ak] * w[q * wk + j * wn];
-      out[j] = acc;
-    }
+    apply_epilogue(e, i, 0, out, n);
   }
 }
-
-// The small kernel's table of epilogue operands, and of batch indices.
-constexpr std::size_t kMaxOperands = 8, kMaxBatchDims = 10;
 
 class SmallMatmulKernel final : public CpuKernel {
  public:
@@ -79,7 +157,7 @@ class SmallMatmulKernel final : public CpuKernel {
     const auto* a = ctx.at<const float>(s.lhs);
     const auto* w = ctx.at<const float>(s.rhs);
     float* y = ctx.at<float>(out_);
-    const float* operand[kMaxOperands] = {};
+    const float* operand[kMaxOperands];
     for (std::size_t i = 0; i < s.epilogue.operands.size(); ++i)
       operand[i] = ctx.at<const float>(s.epilogue.operands[i].value);
 #ifdef _OPENMP
@@ -109,56 +187,33 @@ class SmallMatmulKernel final : public CpuKernel {
     if (j0 >= j1) return;
     const MatmulSpec& s = shape_;
     const std::size_t nb = s.batch.size();
-    std::int64_t index[kMaxBatchDims] = {};  // the batch multi-index
+    const std::vector<EpilogueSpec::Operand>& ops = s.epilogue.operands;
+    RowsEpilogue e;
+    e.steps = s.epilogue.steps.data();
+    e.count = s.epilogue.steps.size();
+    for (std::size_t o = 0; o < ops.size(); ++o) {
+      e.row_stride[o] = ops[o].strides[nb];
+      e.column_stride[o] = ops[o].strides[nb + 1];
+    }
+    std::int64_t index[kMaxBatchDims];  // the batch multi-index
+    std::fill(index, index + nb, 0);
     for (std::int64_t b = 0; b < batch_count_; ++b) {
       std::int64_t a_base = 0, w_base = 0;
       for (std::size_t d = 0; d < nb; ++d) {
         a_base += index[d] * s.lhs_strides[d];
         w_base += index[d] * s.rhs_strides[d];
       }
-      for (std::int64_t i = 0; i < s.m; ++i) {
-        float* row = y + (b * s.m + i) * s.n;
-        product_row(a + a_base + i * s.lhs_strides[nb], s.lhs_strides[nb + 1],
-                    w + w_base + j0 * s.rhs_strides[nb + 1], s.rhs_strides[nb],
-                    s.rhs_strides[nb + 1], s.k, j1 - j0, row + j0);
-        if (!s.epilogue.empty()) apply_epilogue(operand, index, i, row, j0, j1);
+      for (std::size_t o = 0; o < ops.size(); ++o) {
+        std::int64_t base = j0 * ops[o].strides[nb + 1];
+        for (std::size_t d = 0; d < nb; ++d) base += index[d] * ops[o].strides[d];
+        e.operand[o] = operand[o] + base;
       }
+      product_rows(a + a_base, s.lhs_strides[nb], s.lhs_strides[nb + 1],
+                   w + w_base + j0 * s.rhs_strides[nb + 1], s.rhs_strides[nb],
+                   s.rhs_strides[nb + 1], s.m, s.k, j1 - j0, y + b * s.m * s.n + j0, s.n, e);
       for (std::size_t d = nb; d-- > 0;) {  // next batch multi-index, last axis fastest
         if (++index[d] < s.batch[d]) break;
         index[d] = 0;
-      }
-    }
-  }
-
-  // The epilogue on columns [j0, n) of row i.
-  void apply_epilogue(const float* const* operand, const std::int64_t* index, std::int64_t i,
-                      float* __restrict row, std::int64_t j0, std::int64_t n) const {
-    const std::size_t nb = shape_.batch.size();
-    std::size_t next = 0;
-    for (EpilogueSpec::Step step : shape_.epilogue.steps) {
-      switch (step) {
-        case EpilogueSpec::Step::add: {
-          const std::vector<std::int64_t>& st = shape_.epilogue.operands[next].strides;
-          std::int64_t base = i * st[nb];
-          for (std::size_t d = 0; d < nb; ++d) base += index[d] * st[d];
-          const float* __restrict p = operand[next++] + base;
-          const std::int64_t pn = st[nb + 1];
-          if (pn == 1) {
-            for (std::int64_t j = j0; j < n; ++j) row[j] += p[j];
-          } else {
-            for (std::int64_t j = j0; j < n; ++j) row[j] += p[j * pn];
-          }
-          break;
-        }
-        case EpilogueSpec::Step::relu:  // as max(x, 0): NaN propagates
-          for (std::int64_t j = j0; j < n; ++j) row[j] = row[j] < 0.0f ? 0.0f : row[j];
-          break;
-        case EpilogueSpec::Step::tanh:
-          for (std::int64_t j = j0; j < n; ++j) row[j] = ew::Tanh{}(row[j]);
-          break;
-        case EpilogueSpec::Step::logistic:
-          for (std::int64_t j = j0; j < n; ++j) row[j] = ew::Logistic{}(row[j]);
-          break;
       }
     }
   }
