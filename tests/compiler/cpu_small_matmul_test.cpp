@@ -143,25 +143,26 @@ TEST(CpuSmallMatmul, Epilogues) {
   EXPECT_TRUE(on_small_kernel(*exe));
 }
 
-// Columns run in register blocks of 64, 32, 16 and 8, then one at a time; each block's
-// epilogue reads its part of a bias along the columns, one along the rows and a residual
-// of its own row. Widths around every block size, one to three rows.
+// Columns run in register blocks of 64, 32, 16 and 8, then the last one to seven
+// together, k spread over up to four sets of sums (k = 33 leaves one step over); each
+// block's epilogue reads its part of a bias along the columns, one along the rows and a
+// residual of its own row. Widths around every block size, one and three rows.
 TEST(CpuSmallMatmul, EpiloguesOnEveryColumnBlock) {
   GLIA_REQUIRE_CPU_BACKEND();
-  for (std::int64_t m : {1, 2, 3})
-    for (std::int64_t n : {8, 15, 16, 24, 32, 40, 56, 63, 64, 71, 120, 127}) {
-      SCOPED_TRACE(cat(m, "x", n));
-      const std::int64_t k = 6;
-      Graph g = trace(
-          [&](const std::vector<Expr>& in) {
-            Expr p = dot(in[0], in[1]) + broadcast(in[2], {m, n}, {1});
-            return std::vector<Expr>{relu(p + broadcast(in[3], {m, n}, {0}) + in[4])};
-          },
-          {{f32, {m, k}}, {f32, {k, n}}, {f32, {n}}, {f32, {m}}, {f32, {m, n}}}, "blocks");
-      auto exe = check(g);
-      EXPECT_EQ(only_matmul(*exe).epilogue.text(), " + bias, bias, residual, relu");
-      EXPECT_TRUE(on_small_kernel(*exe));
-    }
+  for (std::int64_t m : {1, 3})
+    for (std::int64_t k : {1, 6, 33})
+      for (std::int64_t n : {3, 8, 9, 13, 15, 16, 24, 42, 63, 64, 71, 127}) {
+        SCOPED_TRACE(cat(m, "x", k, "x", n));
+        Graph g = trace(
+            [&](const std::vector<Expr>& in) {
+              Expr p = dot(in[0], in[1]) + broadcast(in[2], {m, n}, {1});
+              return std::vector<Expr>{relu(p + broadcast(in[3], {m, n}, {0}) + in[4])};
+            },
+            {{f32, {m, k}}, {f32, {k, n}}, {f32, {n}}, {f32, {m}}, {f32, {m, n}}}, "blocks");
+        auto exe = check(g);
+        EXPECT_EQ(only_matmul(*exe).epilogue.text(), " + bias, bias, residual, relu");
+        EXPECT_TRUE(on_small_kernel(*exe));
+      }
 }
 
 // One row against weights read along their contiguous columns runs on the small kernel at

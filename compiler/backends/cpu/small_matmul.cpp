@@ -29,6 +29,19 @@ constexpr std::size_t kMaxOperands = 8, kMaxBatchDims = 10;
 using Vector8 = float __attribute__((vector_size(32), aligned(4)));
 #define GLIA_VECTOR8(p) (*reinterpret_cast<const Vector8*>(p))
 
+// Vector v of the sets of sums, added pairwise, stored at dst (not returned: a vector
+// return would change the ABI between the clones).
+template <int kSets, int kVectors>
+inline void store_sets(const Vector8 (&acc)[kSets][kVectors], int v, float* dst) {
+  auto& d = *reinterpret_cast<Vector8*>(dst);
+  if constexpr (kSets == 1)
+    d = acc[0][v];
+  else if constexpr (kSets == 2)
+    d = acc[0][v] + acc[1][v];
+  else
+    d = (acc[0][v] + acc[1][v]) + (acc[2][v] + acc[3][v]);
+}
+
 // The epilogue of the rows of one batch element: each add's operand at the first row and
 // column computed, and its row and column strides (0: broadcast along it).
 // Only the entries of the adds among `steps` are set (zeroing the tables costs a rep stos).
@@ -84,23 +97,34 @@ void product_rows(const float* a, std::int64_t am, std::int64_t ak, const float*
                   float* __restrict out, std::int64_t out_row, const RowsEpilogue& e) {
   for (std::int64_t i = 0; i < m; ++i, a += am, out += out_row) {
     if (wn == 1) {
-      // Blocks of columns whose sums stay in registers over k (64, then 32, 16 and 8),
-      // then the rest in `out`; each block's epilogue runs while it is in L1.
+      // Blocks of columns whose sums stay in registers over k (64, then 32, 16 and 8), then
+      // the last few columns likewise; each block's epilogue runs while it is in L1. A
+      // narrow block keeps several sets of sums, q spread over them in turn, so that its
+      // adds are not one chain as long as k (latency, not the pipes, bounded it).
       std::int64_t j0 = 0;
       auto blocks = [&]<std::int64_t kBlock>(std::integral_constant<std::int64_t, kBlock>) {
-        constexpr int kVectors = int(kBlock / 8);
-        for (; k > 0 && j0 + kBlock <= n; j0 += kBlock) {
-          Vector8 acc[kVectors];  // unrolled below, so each stays a register
+        constexpr int kVectors = int(kBlock / 8), kSets = kVectors >= 8 ? 1 : kVectors == 4 ? 2 : 4;
+        for (; j0 + kBlock <= n; j0 += kBlock) {
+          Vector8 acc[kSets][kVectors];  // unrolled below, so each stays a register
 #pragma GCC unroll 8
-          for (int v = 0; v < kVectors; ++v) acc[v] = a[0] * GLIA_VECTOR8(w + j0 + 8 * v);
-          for (std::int64_t q = 1; q < k; ++q) {
-            const float av = a[q * ak];
-            const float* wr = w + q * wk + j0;
+          for (int t = 0; t < kSets; ++t)
 #pragma GCC unroll 8
-            for (int v = 0; v < kVectors; ++v) acc[v] += av * GLIA_VECTOR8(wr + 8 * v);
-          }
+            for (int v = 0; v < kVectors; ++v) acc[t][v] = Vector8{};
+          std::int64_t q = 0;
+          for (; q + kSets <= k; q += kSets)
 #pragma GCC unroll 8
-          for (int v = 0; v < kVectors; ++v) *reinterpret_cast<Vector8*>(out + j0 + 8 * v) = acc[v];
+            for (int t = 0; t < kSets; ++t) {
+              const float av = a[(q + t) * ak];
+              const float* wr = w + (q + t) * wk + j0;
+#pragma GCC unroll 8
+              for (int v = 0; v < kVectors; ++v) acc[t][v] += av * GLIA_VECTOR8(wr + 8 * v);
+            }
+          for (; q < k; ++q)
+#pragma GCC unroll 8
+            for (int v = 0; v < kVectors; ++v)
+              acc[0][v] += a[q * ak] * GLIA_VECTOR8(w + q * wk + j0 + 8 * v);
+#pragma GCC unroll 8
+          for (int v = 0; v < kVectors; ++v) store_sets<kSets>(acc, v, out + j0 + 8 * v);
           apply_epilogue(e, i, j0, out + j0, kBlock);
         }
       };
@@ -108,14 +132,54 @@ void product_rows(const float* a, std::int64_t am, std::int64_t ak, const float*
       blocks(std::integral_constant<std::int64_t, 32>{});
       blocks(std::integral_constant<std::int64_t, 16>{});
       blocks(std::integral_constant<std::int64_t, 8>{});
-      if (j0 == n) continue;
-      std::fill(out + j0, out + n, 0.0f);
-      for (std::int64_t q = 0; q < k; ++q) {
-        const float av = a[q * ak];
-        const float* __restrict wr = w + q * wk;
-        for (std::int64_t j = j0; j < n; ++j) out[j] += av * wr[j];
+      auto last = [&]<int kColumns>(std::integral_constant<int, kColumns>) {
+        float acc[4][kColumns];  // four sets of scalar sums, in registers once unrolled
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; ++t)
+#pragma GCC unroll 8
+          for (int c = 0; c < kColumns; ++c) acc[t][c] = 0.0f;
+        std::int64_t q = 0;
+        for (; q + 4 <= k; q += 4)
+#pragma GCC unroll 4
+          for (int t = 0; t < 4; ++t) {
+            const float av = a[(q + t) * ak];
+            const float* wr = w + (q + t) * wk + j0;
+#pragma GCC unroll 8
+            for (int c = 0; c < kColumns; ++c) acc[t][c] += av * wr[c];
+          }
+        for (; q < k; ++q)
+#pragma GCC unroll 8
+          for (int c = 0; c < kColumns; ++c) acc[0][c] += a[q * ak] * w[q * wk + j0 + c];
+#pragma GCC unroll 8
+        for (int c = 0; c < kColumns; ++c)
+          out[j0 + c] = (acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c]);
+        apply_epilogue(e, i, j0, out + j0, kColumns);
+      };
+      switch (n - j0) {
+        case 0:
+          break;
+        case 1:
+          last(std::integral_constant<int, 1>{});
+          break;
+        case 2:
+          last(std::integral_constant<int, 2>{});
+          break;
+        case 3:
+          last(std::integral_constant<int, 3>{});
+          break;
+        case 4:
+          last(std::integral_constant<int, 4>{});
+          break;
+        case 5:
+          last(std::integral_constant<int, 5>{});
+          break;
+        case 6:
+          last(std::integral_constant<int, 6>{});
+          break;
+        default:
+          last(std::integral_constant<int, 7>{});
+          break;
       }
-      apply_epilogue(e, i, j0, out + j0, n - j0);
       continue;
     }
     if (wk == 1 && ak == 1) {
