@@ -58,7 +58,9 @@ Tensor gather_rows(const Tensor& t, const std::int64_t* rows, std::int64_t count
   for (std::size_t i = 1; i < dims.size(); ++i) row_elements *= dims[i];
   const auto row_bytes = static_cast<std::size_t>(row_elements * dtype_size(t.dtype()));
   dims[0] = count;
-  Tensor out(t.dtype(), Shape(std::move(dims)));
+  // Every row is copied over: no zero fill first (a batch of 128 MNIST images: 400 KB
+  // written twice, the first time for nothing).
+  Tensor out = Tensor::uninitialized(t.dtype(), Shape(std::move(dims)));
   const auto* src = static_cast<const std::byte*>(t.raw_data());
   auto* dst = static_cast<std::byte*>(out.raw_data());
   // Rows of a shuffled batch come from all over the dataset: the copy waits on memory, and

@@ -8,7 +8,7 @@ Tensor normalize_pixels(const Tensor& pixels) {
   if (!pixels.defined() || pixels.dtype() != DType::u8)
     throw Error(cat("normalize_pixels: expected u8 pixels, got ",
                     pixels.defined() ? pixels.type().to_string() : "an undefined tensor"));
-  Tensor out(DType::f32, pixels.shape());
+  Tensor out = Tensor::uninitialized(DType::f32, pixels.shape());  // every element written
   const std::uint8_t* in = pixels.data<std::uint8_t>();
   float* dst = out.data<float>();
   for (std::int64_t i = 0; i < pixels.numel(); ++i) dst[i] = static_cast<float>(in[i]) / 255.0F;
