@@ -1,7 +1,7 @@
-// The small f32 matmul kernel: rows of the product computed with the compiler's
-// vectorised loops (k outermost over contiguous weight rows, 64 columns at a time in
+// The small f32 matmul kernel: the rows of the product computed with vectorised loops (k
+// outermost over contiguous weight rows, blocks of 64 down to 8 columns summed in
 // registers, or dot products over contiguous k), and the epilogue (bias, residual, relu,
-// tanh, logistic) applied to each row while it is still in L1. Accumulates in f32 like
+// tanh, logistic) applied to each block while it is still in L1. Accumulates in f32 like
 // oneDNN. A large row product splits its columns between the threads.
 #include "backends/cpu/small_matmul.hpp"
 
@@ -207,6 +207,8 @@ void product_rows(const float* a, std::int64_t am, std::int64_t ak, const float*
     apply_epilogue(e, i, 0, out, n);
   }
 }
+
+#undef GLIA_VECTOR8
 
 class SmallMatmulKernel final : public CpuKernel {
  public:
