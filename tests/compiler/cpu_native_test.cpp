@@ -2,8 +2,9 @@
 // `cpu_compiled` (the cpu backend with every sweep compiled) joins the op suite and the
 // fuzz through the registry; here, large sweeps compiled in automatic mode and split
 // between threads by their outer loop, against the interpreter; the disk cache (a
-// second compile loads, a corrupt library is rebuilt); and no compiler (the tile
-// executor runs, or an error where compiled kernels were asked for).
+// second compile loads, a corrupt library is rebuilt); the tier-up of a small-swept
+// executable that runs often; and no compiler (the tile executor runs, or an error where
+// compiled kernels were asked for).
 #include <unistd.h>
 
 #include <algorithm>
@@ -182,6 +183,37 @@ TEST(CpuNative, SmallSweepsJoinALibraryBuiltAnyway) {
   expect_close(tiny->run(inputs(100)), interpret(small, inputs(100)), 1e-6, 1e-6);
 }
 
+// An executable whose sweeps were all small (no library when it was compiled) builds them
+// on its 1,000th run, and runs them compiled from then on; GLIA_CPU_FUSED=tile keeps it on
+// the tile executor.
+TEST(CpuNative, SmallSweptExecutablesCompileTheirSweepsOnceTheyRunOften) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("tier_up");
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{exp(in[0]) * 2.0, sum(in[0] * 3.0)};
+      },
+      {{f32, {12}}}, "tier_up");
+  std::vector<float> x(12);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) / 4.0f - 1.5f;
+  const std::vector<Tensor> in{Tensor::from<float>(x)};
+  const std::vector<Tensor> want = interpret(g, in);
+  auto exe = on_cpu(g, 2);
+  for (int r = 1; r < 1000; ++r) exe->run(in);
+  EXPECT_EQ(count_text(exe->describe(), "compiled C"), 0) << exe->describe();
+  EXPECT_EQ(count_files(cache.dir(), ".so"), 0);
+  expect_close(exe->run(in), want, 1e-6, 1e-6);  // the 1,000th run
+  EXPECT_GT(count_text(exe->describe(), "compiled C"), 0) << exe->describe();
+  EXPECT_EQ(count_text(exe->describe(), "tile executor"), 0) << exe->describe();
+  EXPECT_EQ(count_files(cache.dir(), ".so"), 1);
+  expect_close(exe->run(in), want, 1e-6, 1e-6);
+  ScopedEnv tile("GLIA_CPU_FUSED", "tile");
+  auto kept = on_cpu(g, 2);
+  for (int r = 0; r < 1100; ++r) kept->run(in);
+  EXPECT_EQ(count_text(kept->describe(), "compiled C"), 0) << kept->describe();
+}
+
 // Donated inputs taken crosswise by outputs (the new moment written over the parameter
 // that the same element still reads): each element's loads come before its stores.
 TEST(CpuNative, OutputsWrittenOverDonatedInputsReadTheirElementsFirst) {
@@ -311,6 +343,12 @@ TEST(CpuNative, WithoutACompilerTheTileExecutorRunsUnlessCompiledKernelsAreAsked
   EXPECT_EQ(count_text(exe->describe(), "compiled C"), 0) << exe->describe();
   EXPECT_EQ(count_text(exe->describe(), "tile executor"), 1) << exe->describe();
   expect_close(exe->run(inputs), interpret(g, inputs), 1e-5, 1e-6);
+  // A small-swept executable's tier-up finds no compiler either: the tile executor goes on.
+  Graph small = adam_like(16);
+  auto few = on_cpu(small, 1);
+  for (int r = 0; r < 1100; ++r) few->run(adam_inputs(16));
+  EXPECT_EQ(count_text(few->describe(), "tile executor"), 1) << few->describe();
+  expect_close(few->run(adam_inputs(16)), interpret(small, adam_inputs(16)), 1e-5, 1e-6);
   EXPECT_GLIA_ERROR(on_cpu(g, 1, CompileOptions::Cpu::Fused::compiled),
                     "cannot compile its fused kernels");
   // GLIA_CPU_FUSED=tile asks for no compiler; anything but auto, compiled or tile is an error.

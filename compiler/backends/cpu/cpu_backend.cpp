@@ -86,6 +86,7 @@ class CpuExecutable final : public PlacedExecutable {
   const Program& program() const override { return program_; }
 
   std::string describe() const override {
+    std::lock_guard lock(tier_mutex_);  // a tier-up changes how the fused kernels run
     return cat("cpu executable; threads: ", cpu::threads_text(threads_), "\n",
                program_.describe([&](std::size_t k) { return realised_[k]->describe(); }));
   }
@@ -95,6 +96,8 @@ class CpuExecutable final : public PlacedExecutable {
                               std::vector<Tensor>* donor) const override;
   std::unique_ptr<Workspace> make_workspace() const;
   void compile_fused(const std::string& name, CompileOptions::Cpu::Fused fused);
+  void count_run() const;
+  void tier_up() const;
 
   dnnl::engine engine_;
   int threads_ = 0;
@@ -109,7 +112,30 @@ class CpuExecutable final : public PlacedExecutable {
   };
   std::unique_ptr<Profile> profile_;
   WorkspacePool<Workspace> pool_;
+  // Tier-up: in automatic mode, an executable whose sweeps were all too small to pay for a
+  // compiler run when it was compiled builds them once it has run kTierUpRuns times (a
+  // predict function called in a loop), and its fused kernels take them while other runs
+  // go on. The count is approximate under concurrent runs (relaxed, no read-modify-write
+  // a run), but reaches kTierUpRuns: each count stored is one more than one stored before.
+  mutable std::atomic<bool> tier_up_pending_{false};
+  mutable std::atomic<std::int64_t> runs_{0};
+  mutable std::mutex tier_mutex_;
 };
+
+// Runs after which a small-swept executable compiles its sweeps (~0.1-0.3 s once; the
+// library is cached on disk): the tile executor's set-up costs ~50-100 ns a small sweep
+// more than the compiled loop, so 1,000 runs of a tiny predict lose about what one
+// compiler run costs in a million.
+constexpr std::int64_t kTierUpRuns = 1000;
+
+void warn_tile_fallback(const std::string& error) {
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::cerr << "glia: cpu: fused kernels run on the tile executor (set GLIA_CPU_FUSED=tile to "
+                 "silence this): "
+              << error << "\n";
+  });
+}
 
 using Fused = CompileOptions::Cpu::Fused;
 
@@ -134,7 +160,10 @@ void CpuExecutable::compile_fused(const std::string& name, Fused option) {
   using Offer = cpu::CpuKernel::Offer;
   for (const auto& k : realised_)
     k->offer(program_, mode == Fused::compiled ? Offer::every : Offer::large, module);
-  if (module.empty()) return;
+  if (module.empty()) {
+    tier_up_pending_.store(mode == Fused::automatic, std::memory_order_relaxed);
+    return;
+  }
   // The compiler runs anyway: the small sweeps join the same library at little cost
   // (compiled loops beat the tile executor at every size: softmax over 1,000 f32 runs its
   // max sweep compiled too).
@@ -147,12 +176,27 @@ void CpuExecutable::compile_fused(const std::string& name, Fused option) {
   }
   check(mode != Fused::compiled, "compile '", name,
         "' on cpu: cannot compile its fused kernels: ", error);
-  static std::once_flag warned;
-  std::call_once(warned, [&] {
-    std::cerr << "glia: cpu: fused kernels run on the tile executor (set GLIA_CPU_FUSED=tile to "
-                 "silence this): "
-              << error << "\n";
-  });
+  warn_tile_fallback(error);
+}
+
+void CpuExecutable::count_run() const {
+  const std::int64_t runs = runs_.load(std::memory_order_relaxed) + 1;
+  runs_.store(runs, std::memory_order_relaxed);
+  if (runs >= kTierUpRuns) tier_up();
+}
+
+// The small sweeps compiled into a module of their own, taken by the fused kernels. One
+// thread builds it; runs on other threads meanwhile go on with the tile executor.
+void CpuExecutable::tier_up() const {
+  std::unique_lock lock(tier_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || !tier_up_pending_.load(std::memory_order_relaxed)) return;
+  tier_up_pending_.store(false, std::memory_order_relaxed);
+  cpu::NativeModule module;
+  for (const auto& k : realised_) k->offer(program_, cpu::CpuKernel::Offer::small, module);
+  if (module.empty()) return;
+  std::string error;
+  if (!module.build(error)) return warn_tile_fallback(error);
+  for (const auto& k : realised_) k->adopt(module);
 }
 
 std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
@@ -182,6 +226,7 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
 
 std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
                                            std::vector<Tensor>* donor) const {
+  if (tier_up_pending_.load(std::memory_order_relaxed)) count_run();
   const Graph& g = program_.graph;
   std::unique_ptr<Workspace> ws = pool_.take([&] { return make_workspace(); });
   std::byte** values = ws->values.data();

@@ -8,7 +8,9 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -186,12 +188,16 @@ constexpr std::int64_t kCompileWork = 2 * 1024;
 // scalar: the tile executor's set-up costs more than the loop.
 constexpr std::int64_t kFewElements = 256;
 
+// A kernel may take its compiled sweeps while other threads run it (the executable's
+// tier-up, cpu_backend.cpp): run() reads a sweep's NativeSweep only once its function is
+// published (release, after every field is written), and nothing else of it before.
 class FusedKernel final : public CpuKernel {
  public:
   FusedKernel(const Kernel& kernel, std::vector<fused::Sweep> sweeps)
       : spec_(std::get<FusedSpec>(kernel.spec)),
         sweeps_(std::move(sweeps)),
-        native_(sweeps_.size()) {
+        native_(sweeps_.size()),
+        published_(std::make_unique<std::atomic<fused::NativeFn>[]>(sweeps_.size())) {
     for (const auto& [input, output] : kernel.in_place) in_place_.insert({input, output});
   }
 
@@ -203,11 +209,11 @@ class FusedKernel final : public CpuKernel {
     const int threads = 1;
 #endif
     for (std::size_t i = 0; i < sweeps_.size(); ++i) {
-      const fused::NativeSweep& n = native_[i];
-      if (n.fn == nullptr) {
+      if (published_[i].load(std::memory_order_acquire) == nullptr) {
         fused::run_sweep(sweeps_[i], b, threads);
         continue;
       }
+      const fused::NativeSweep& n = native_[i];
       const bool wide = n.split && sweeps_[i].numel * sweeps_[i].cost >= fused::kParallelWork;
       const int team = wide ? int(std::min<std::int64_t>(threads, n.outer)) : 1;
       if (team <= 1) {
@@ -257,8 +263,9 @@ class FusedKernel final : public CpuKernel {
   }
 
   void adopt(const NativeModule& module) override {
-    for (fused::NativeSweep& n : native_)
-      if (n.function >= 0) {
+    for (std::size_t i = 0; i < native_.size(); ++i) {
+      fused::NativeSweep& n = native_[i];
+      if (n.function >= 0 && published_[i].load(std::memory_order_relaxed) == nullptr) {
         // A loop the compiler left scalar is slower than the tile executor's vector loops
         // (a clamp feeding a select, where GCC 12 gives up on if-conversion), except over
         // a few elements (a sum of 10), where the tile executor's overhead is the cost.
@@ -271,13 +278,15 @@ class FusedKernel final : public CpuKernel {
           continue;
         }
         library_ = module.library().filename().string();
+        published_[i].store(n.fn, std::memory_order_release);
       }
+    }
   }
 
   std::string describe() const override {
     int registers = 0, compiled = 0;
     for (std::size_t i = 0; i < sweeps_.size(); ++i) {
-      if (native_[i].fn != nullptr) {
+      if (published_[i].load(std::memory_order_acquire) != nullptr) {
         ++compiled;
         continue;
       }
@@ -294,7 +303,8 @@ class FusedKernel final : public CpuKernel {
   FusedSpec spec_;
   std::vector<fused::Sweep> sweeps_;
   std::vector<fused::NativeSweep> native_;  // by sweep: fn null where the tile executor runs it
-  std::set<std::pair<ValueId, ValueId>> in_place_;  // the kernel's (input, output) pairs
+  std::unique_ptr<std::atomic<fused::NativeFn>[]> published_;  // by sweep: native_'s fn, once set
+  std::set<std::pair<ValueId, ValueId>> in_place_;             // the kernel's (input, output) pairs
   std::string library_;
   bool every_ = false;  // every sweep with a C form runs compiled
 };
