@@ -2,9 +2,14 @@
 // small to compile when it was compiled builds them once it has run 1,000 times, while
 // kThreads threads keep running it; every result, before, during and after the switch
 // from the tile executor to the compiled sweeps, equals one thread's bit for bit.
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "concurrency/concurrency_util.hpp"
 #include "glia/compiler.hpp"
 #include "glia/compiler/aot.hpp"
+#include "scoped_env.hpp"
 
 namespace glia {
 namespace {
@@ -22,6 +27,11 @@ TEST(TierUpConcurrency, RunsAcrossTheSwitchToCompiledSweepsMatchOneThread) {
         return std::vector<Expr>{in[0] * 3.0, in[0] - in[1], max(in[0], in[1]) * 0.5};
       },
       {{f32, {3, 7}}, {f32, {3, 7}}}, "tier_up");
+  // A cache of its own, so that the tier-up builds its library while the threads run
+  // rather than loading one a previous run left.
+  const auto dir = std::filesystem::temp_directory_path() / cat("glia_tier_up_", ::getpid());
+  std::filesystem::remove_all(dir);
+  testing::ScopedEnv cache("GLIA_CPU_CACHE", dir.string());
   auto exe = compile_graph(g, "cpu");
   ASSERT_EQ(exe->describe().find("compiled C"), std::string::npos) << exe->describe();
   constexpr int kRuns = 300;  // kThreads x kRuns crosses the 1,000 runs of the tier-up
@@ -47,6 +57,7 @@ TEST(TierUpConcurrency, RunsAcrossTheSwitchToCompiledSweepsMatchOneThread) {
     for (std::size_t i = 0; i < want.size(); ++i)
       EXPECT_TRUE(testing::same_bits(first[std::size_t(t)][i], want[i])) << t << " " << i;
   }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

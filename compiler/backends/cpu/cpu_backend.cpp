@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <mutex>
 
@@ -191,12 +192,18 @@ void CpuExecutable::tier_up() const {
   std::unique_lock lock(tier_mutex_, std::try_to_lock);
   if (!lock.owns_lock() || !tier_up_pending_.load(std::memory_order_relaxed)) return;
   tier_up_pending_.store(false, std::memory_order_relaxed);
-  cpu::NativeModule module;
-  for (const auto& k : realised_) k->offer(program_, cpu::CpuKernel::Offer::small, module);
-  if (module.empty()) return;
-  std::string error;
-  if (!module.build(error)) return warn_tile_fallback(error);
-  for (const auto& k : realised_) k->adopt(module);
+  // A run that went well does not fail for this: where the module cannot be made, the
+  // tile executor goes on (said once per process, as compile_fused says it).
+  try {
+    cpu::NativeModule module;
+    for (const auto& k : realised_) k->offer(program_, cpu::CpuKernel::Offer::small, module);
+    if (module.empty()) return;
+    std::string error;
+    if (!module.build(error)) return warn_tile_fallback(error);
+    for (const auto& k : realised_) k->adopt(module);
+  } catch (const std::exception& e) {
+    warn_tile_fallback(e.what());
+  }
 }
 
 std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
