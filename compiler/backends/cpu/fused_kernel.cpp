@@ -209,7 +209,8 @@ class FusedKernel final : public CpuKernel {
     const int threads = 1;
 #endif
     for (std::size_t i = 0; i < sweeps_.size(); ++i) {
-      if (published_[i].load(std::memory_order_acquire) == nullptr) {
+      const fused::NativeFn fn = published_[i].load(std::memory_order_acquire);
+      if (fn == nullptr) {
         fused::run_sweep(sweeps_[i], b, threads);
         continue;
       }
@@ -217,7 +218,7 @@ class FusedKernel final : public CpuKernel {
       const bool wide = n.split && sweeps_[i].numel * sweeps_[i].cost >= fused::kParallelWork;
       const int team = wide ? int(std::min<std::int64_t>(threads, n.outer)) : 1;
       if (team <= 1) {
-        n.fn(ctx.values, 0, n.outer, nullptr);
+        fn(ctx.values, 0, n.outer, nullptr);
         continue;
       }
       // A whole-array reduction's threads each write their accumulators (8 bytes each) to
@@ -235,8 +236,8 @@ class FusedKernel final : public CpuKernel {
       {
         FlushDenormals flush;  // worker threads too (the calling thread's is set by the run)
         const std::int64_t t = omp_get_thread_num();
-        n.fn(ctx.values, n.outer * t / team, n.outer * (t + 1) / team,
-             n.partials > 0 ? partials + t * n.partials : nullptr);
+        fn(ctx.values, n.outer * t / team, n.outer * (t + 1) / team,
+           n.partials > 0 ? partials + t * n.partials : nullptr);
       }
 #endif
       if (n.partials > 0) n.merge(ctx.values, partials, team);

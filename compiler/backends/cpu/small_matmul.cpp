@@ -27,19 +27,45 @@ constexpr std::size_t kMaxOperands = 8, kMaxBatchDims = 10;
 // GCC keeps a float array that a loop vectorises in memory (a store and a reload a step).
 // Unaligned (aligned(4)); GCC lets a vector of floats alias floats.
 using Vector8 = float __attribute__((vector_size(32), aligned(4)));
-#define GLIA_VECTOR8(p) (*reinterpret_cast<const Vector8*>(p))
 
-// Vector v of the sets of sums, added pairwise, stored at dst (not returned: a vector
-// return would change the ABI between the clones).
-template <int kSets, int kVectors>
-inline void store_sets(const Vector8 (&acc)[kSets][kVectors], int v, float* dst) {
-  auto& d = *reinterpret_cast<Vector8*>(dst);
-  if constexpr (kSets == 1)
-    d = acc[0][v];
-  else if constexpr (kSets == 2)
-    d = acc[0][v] + acc[1][v];
-  else
-    d = (acc[0][v] + acc[1][v]) + (acc[2][v] + acc[3][v]);
+// kCount columns of one row's product, as Vector8s (8 columns each) or floats, w at the
+// first of them: their sums over k in kSets sets, q spread over the sets in turn (so that
+// the adds are not one chain k long: latency, not the pipes, bounded a narrow block),
+// unrolled so that each sum stays a register, then added pairwise into out. Vectors are
+// read and written in place, never passed by value (that would change the ABI between
+// the clones below).
+template <class T, int kCount, int kSets>
+inline void sum_columns(const float* a, std::int64_t ak, const float* w, std::int64_t wk,
+                        std::int64_t k, float* out) {
+  constexpr int kWidth = int(sizeof(T) / sizeof(float));
+  auto at = [](const float* p) -> const T& { return *reinterpret_cast<const T*>(p); };
+  T acc[kSets][kCount];
+#pragma GCC unroll 8
+  for (int t = 0; t < kSets; ++t)
+#pragma GCC unroll 8
+    for (int c = 0; c < kCount; ++c) acc[t][c] = T{};
+  std::int64_t q = 0;
+  for (; q + kSets <= k; q += kSets)
+#pragma GCC unroll 8
+    for (int t = 0; t < kSets; ++t) {
+      const float av = a[(q + t) * ak];
+      const float* wr = w + (q + t) * wk;
+#pragma GCC unroll 8
+      for (int c = 0; c < kCount; ++c) acc[t][c] += av * at(wr + kWidth * c);
+    }
+  for (; q < k; ++q)
+#pragma GCC unroll 8
+    for (int c = 0; c < kCount; ++c) acc[0][c] += a[q * ak] * at(w + q * wk + kWidth * c);
+#pragma GCC unroll 8
+  for (int c = 0; c < kCount; ++c) {
+    T& d = *reinterpret_cast<T*>(out + kWidth * c);
+    if constexpr (kSets == 1)
+      d = acc[0][c];
+    else if constexpr (kSets == 2)
+      d = acc[0][c] + acc[1][c];
+    else
+      d = (acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c]);
+  }
 }
 
 // The epilogue of the rows of one batch element: each add's operand at the first row and
@@ -98,33 +124,12 @@ void product_rows(const float* a, std::int64_t am, std::int64_t ak, const float*
   for (std::int64_t i = 0; i < m; ++i, a += am, out += out_row) {
     if (wn == 1) {
       // Blocks of columns whose sums stay in registers over k (64, then 32, 16 and 8), then
-      // the last few columns likewise; each block's epilogue runs while it is in L1. A
-      // narrow block keeps several sets of sums, q spread over them in turn, so that its
-      // adds are not one chain as long as k (latency, not the pipes, bounded it).
+      // the last few columns likewise; each block's epilogue runs while it is in L1.
       std::int64_t j0 = 0;
       auto blocks = [&]<std::int64_t kBlock>(std::integral_constant<std::int64_t, kBlock>) {
         constexpr int kVectors = int(kBlock / 8), kSets = kVectors >= 8 ? 1 : kVectors == 4 ? 2 : 4;
         for (; j0 + kBlock <= n; j0 += kBlock) {
-          Vector8 acc[kSets][kVectors];  // unrolled below, so each stays a register
-#pragma GCC unroll 8
-          for (int t = 0; t < kSets; ++t)
-#pragma GCC unroll 8
-            for (int v = 0; v < kVectors; ++v) acc[t][v] = Vector8{};
-          std::int64_t q = 0;
-          for (; q + kSets <= k; q += kSets)
-#pragma GCC unroll 8
-            for (int t = 0; t < kSets; ++t) {
-              const float av = a[(q + t) * ak];
-              const float* wr = w + (q + t) * wk + j0;
-#pragma GCC unroll 8
-              for (int v = 0; v < kVectors; ++v) acc[t][v] += av * GLIA_VECTOR8(wr + 8 * v);
-            }
-          for (; q < k; ++q)
-#pragma GCC unroll 8
-            for (int v = 0; v < kVectors; ++v)
-              acc[0][v] += a[q * ak] * GLIA_VECTOR8(w + q * wk + j0 + 8 * v);
-#pragma GCC unroll 8
-          for (int v = 0; v < kVectors; ++v) store_sets<kSets>(acc, v, out + j0 + 8 * v);
+          sum_columns<Vector8, kVectors, kSets>(a, ak, w + j0, wk, k, out + j0);
           apply_epilogue(e, i, j0, out + j0, kBlock);
         }
       };
@@ -133,26 +138,7 @@ void product_rows(const float* a, std::int64_t am, std::int64_t ak, const float*
       blocks(std::integral_constant<std::int64_t, 16>{});
       blocks(std::integral_constant<std::int64_t, 8>{});
       auto last = [&]<int kColumns>(std::integral_constant<int, kColumns>) {
-        float acc[4][kColumns];  // four sets of scalar sums, in registers once unrolled
-#pragma GCC unroll 4
-        for (int t = 0; t < 4; ++t)
-#pragma GCC unroll 8
-          for (int c = 0; c < kColumns; ++c) acc[t][c] = 0.0f;
-        std::int64_t q = 0;
-        for (; q + 4 <= k; q += 4)
-#pragma GCC unroll 4
-          for (int t = 0; t < 4; ++t) {
-            const float av = a[(q + t) * ak];
-            const float* wr = w + (q + t) * wk + j0;
-#pragma GCC unroll 8
-            for (int c = 0; c < kColumns; ++c) acc[t][c] += av * wr[c];
-          }
-        for (; q < k; ++q)
-#pragma GCC unroll 8
-          for (int c = 0; c < kColumns; ++c) acc[0][c] += a[q * ak] * w[q * wk + j0 + c];
-#pragma GCC unroll 8
-        for (int c = 0; c < kColumns; ++c)
-          out[j0 + c] = (acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c]);
+        sum_columns<float, kColumns, 4>(a, ak, w + j0, wk, k, out + j0);
         apply_epilogue(e, i, j0, out + j0, kColumns);
       };
       switch (n - j0) {
@@ -207,8 +193,6 @@ void product_rows(const float* a, std::int64_t am, std::int64_t ak, const float*
     apply_epilogue(e, i, 0, out, n);
   }
 }
-
-#undef GLIA_VECTOR8
 
 class SmallMatmulKernel final : public CpuKernel {
  public:
