@@ -21,6 +21,7 @@
 
 #include "backends/cpu/cpu_target.hpp"
 #include "backends/cpu/native_module.hpp"
+#include "backends/cpu/spin_team.hpp"
 #include "src/placed_run.hpp"
 
 namespace glia::detail {
@@ -52,6 +53,9 @@ class CpuExecutable final : public PlacedExecutable {
       scratchpad_bytes_ = std::max(scratchpad_bytes_, realised_.back()->scratchpad_bytes());
     }
     compile_fused(graph.name(), options.fused);
+    if (std::none_of(realised_.begin(), realised_.end(),
+                     [](const auto& k) { return k->uses_openmp(); }))
+      team_ = cpu::SpinTeam::instance();
     // Which collectives' outputs each kernel reads: it waits for them before it runs.
     std::vector<bool> collective(static_cast<std::size_t>(program_.graph.size()), false);
     waits_.resize(program_.kernels.size());
@@ -88,7 +92,8 @@ class CpuExecutable final : public PlacedExecutable {
 
   std::string describe() const override {
     std::lock_guard lock(tier_mutex_);  // a tier-up changes how the fused kernels run
-    return cat("cpu executable; threads: ", cpu::threads_text(threads_), "\n",
+    return cat("cpu executable; threads: ", cpu::threads_text(threads_),
+               team_ != nullptr ? "; parallel loops on glia's spinning team" : "", "\n",
                program_.describe([&](std::size_t k) { return realised_[k]->describe(); }));
   }
 
@@ -102,6 +107,7 @@ class CpuExecutable final : public PlacedExecutable {
 
   dnnl::engine engine_;
   int threads_ = 0;
+  cpu::SpinTeam* team_ = nullptr;  // where no kernel enters OpenMP (spin_team.hpp)
   Program program_;
   std::vector<std::unique_ptr<CpuKernel>> realised_;  // by kernel position
   std::vector<std::vector<ValueId>> waits_;           // collective outputs kernel k reads
@@ -255,6 +261,7 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
   // Collectives started and not yet awaited (their wait counts in their kernel's profile).
   std::vector<cpu::InFlight> in_flight;
   ctx.in_flight = &in_flight;
+  ctx.team = team_;
   auto await = [&](std::size_t i) {
     auto t0 = std::chrono::steady_clock::now();
     in_flight[i].request->wait();

@@ -20,6 +20,7 @@
 
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/realise.hpp"
+#include "backends/cpu/spin_team.hpp"
 #include "glia/core/elementwise.hpp"
 #include "glia/core/monoid.hpp"
 #include "glia/core/tensor.hpp"
@@ -76,7 +77,7 @@ namespace isa_baseline {
 
 namespace {
 
-using RunFn = void (*)(const Sweep&, const Bindings&, int);
+using RunFn = void (*)(const Sweep&, const Bindings&, int, SpinTeam*);
 
 RunFn pick() { return by_vector_isa<RunFn>(&isa_avx512::run, &isa_avx2::run, &isa_baseline::run); }
 
@@ -106,9 +107,9 @@ VectorIsa vector_isa() {
 
 namespace glia::detail::cpu::fused {
 
-void run_sweep(const Sweep& sweep, const Bindings& bindings, int threads) {
+void run_sweep(const Sweep& sweep, const Bindings& bindings, int threads, SpinTeam* team) {
   static const RunFn fn = pick();
-  fn(sweep, bindings, threads);
+  fn(sweep, bindings, threads, team);
 }
 
 }  // namespace glia::detail::cpu::fused

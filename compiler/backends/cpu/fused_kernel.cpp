@@ -17,6 +17,7 @@
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/native_module.hpp"
 #include "backends/cpu/realise.hpp"
+#include "backends/cpu/spin_team.hpp"
 #include "glia/compiler/fusion.hpp"
 
 namespace glia::detail::cpu {
@@ -211,7 +212,7 @@ class FusedKernel final : public CpuKernel {
     for (std::size_t i = 0; i < sweeps_.size(); ++i) {
       const fused::NativeFn fn = published_[i].load(std::memory_order_acquire);
       if (fn == nullptr) {
-        fused::run_sweep(sweeps_[i], b, threads);
+        fused::run_sweep(sweeps_[i], b, threads, ctx.team);
         continue;
       }
       const fused::NativeSweep& n = native_[i];
@@ -231,15 +232,10 @@ class FusedKernel final : public CpuKernel {
         heap.resize(std::size_t(n.partials) * std::size_t(team));
         partials = heap.data();
       }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(team)
-      {
-        FlushDenormals flush;  // worker threads too (the calling thread's is set by the run)
-        const std::int64_t t = omp_get_thread_num();
+      run_parts(ctx.team, team, [&](std::int64_t t) {
         fn(ctx.values, n.outer * t / team, n.outer * (t + 1) / team,
            n.partials > 0 ? partials + t * n.partials : nullptr);
-      }
-#endif
+      });
       if (n.partials > 0) n.merge(ctx.values, partials, team);
     }
   }
@@ -283,6 +279,8 @@ class FusedKernel final : public CpuKernel {
       }
     }
   }
+
+  bool uses_openmp() const override { return false; }
 
   std::string describe() const override {
     int registers = 0, compiled = 0;

@@ -16,6 +16,10 @@
 
 #include "glia/compiler/program.hpp"
 
+namespace glia::detail::cpu {
+class SpinTeam;
+}
+
 namespace glia::detail::cpu::fused {
 
 // Tiles of up to 1,024 elements: each instruction's vector loop long enough to amortise
@@ -116,8 +120,9 @@ struct Bindings {
   std::byte* const* values = nullptr;
 };
 
-// Runs one sweep on up to `threads` OpenMP threads (fewer for small domains).
-void run_sweep(const Sweep& sweep, const Bindings& bindings, int threads);
+// Runs one sweep on up to `threads` threads (fewer for small domains): on `team` where it
+// is given (run_parts), else OpenMP's.
+void run_sweep(const Sweep& sweep, const Bindings& bindings, int threads, SpinTeam* team);
 
 // The executor's form of a spec's sweeps, or an empty vector when a view or a reduction
 // map has more than kMaxViewRank axes (the cpu backend then declines the group).

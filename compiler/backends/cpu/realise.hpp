@@ -20,6 +20,7 @@ struct stream;
 namespace glia::detail::cpu {
 
 class NativeModule;
+class SpinTeam;
 
 // What a kernel keeps from run to run in one workspace (runs on different workspaces may
 // be concurrent): e.g. oneDNN memory objects whose data handles it repoints.
@@ -44,6 +45,9 @@ struct RunContext {
   KernelState* state = nullptr;  // this kernel's make_state() in this workspace
   // Where a collective kernel leaves its request; null: the kernel waits for it itself.
   std::vector<InFlight>* in_flight = nullptr;
+  // glia's helper threads, where the executable's kernels all stay off OpenMP; null: the
+  // kernels' parallel loops run in OpenMP regions (spin_team.hpp).
+  SpinTeam* team = nullptr;
 
   template <class T = std::byte>
   T* at(ValueId id) const {
@@ -67,6 +71,9 @@ class CpuKernel {
   enum class Offer { large, small, every };
   virtual void offer(const Program& /*program*/, Offer /*which*/, NativeModule& /*module*/) {}
   virtual void adopt(const NativeModule& /*module*/) {}
+  // False where its parallel loops all take RunContext::team (run_parts) and it never
+  // enters OpenMP otherwise (oneDNN's primitives do).
+  virtual bool uses_openmp() const { return true; }
 };
 
 // Each realisation: the kernel for the spec, or null where this backend has none for it

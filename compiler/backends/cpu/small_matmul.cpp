@@ -13,6 +13,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "backends/cpu/spin_team.hpp"
 #include "glia/core/elementwise.hpp"
 
 namespace glia::detail::cpu {
@@ -213,18 +214,17 @@ class SmallMatmulKernel final : public CpuKernel {
 #ifdef _OPENMP
     if (const int team = split_ ? omp_get_max_threads() : 1; team > 1) {
       const std::int64_t vectors = (s.n + 15) / 16;  // each thread a range of whole vectors
-#pragma omp parallel num_threads(team)
-      {
-        FlushDenormals flush;  // worker threads too (the calling thread's is set by the run)
-        const std::int64_t t = omp_get_thread_num();
+      run_parts(ctx.team, team, [&](std::int64_t t) {
         columns(a, w, y, operand, std::min(s.n, vectors * t / team * 16),
                 std::min(s.n, vectors * (t + 1) / team * 16));
-      }
+      });
       return;
     }
 #endif
     columns(a, w, y, operand, 0, s.n);
   }
+
+  bool uses_openmp() const override { return false; }
 
   std::string describe() const override {
     return split_ ? "glia small matmul (columns split between threads)" : "glia small matmul";
