@@ -138,4 +138,28 @@ Nest make_nest(const FusedSpec::Sweep& s) {
   return n;
 }
 
+namespace {
+constexpr std::int64_t kRandomChunk = 256;
+}  // namespace
+
+std::string random_chunks(const Nest& nest, const std::vector<ValueId>& keys, const std::string& lo,
+                          const std::string& hi, const std::string& flat_t) {
+  const std::string chunk = std::to_string(kRandomChunk), i = cat("i", nest.extent.size() - 1);
+  std::string text =
+      cat("for (int64_t c = ", lo, "; c < ", hi, "; c += ", chunk,
+          ") {\nconst int64_t c_end = c + ", chunk, " < ", hi, " ? c + ", chunk, " : ", hi, ";\n");
+  for (ValueId k : keys) text += cat("glia_u32 words", k, "[", kRandomChunk + 2, "];\n");
+  // The Threefry blocks (pairs) f0 / 2 .. (f_end - 1) / 2.
+  text += cat("{\nconst int64_t ", i, " = c;\n", flat_t, "const uint64_t f0 = (uint64_t)(",
+              flat_expr(nest), ");\nconst uint64_t p0 = f0 >> 1, pairs = ((f0 + (uint64_t)(",
+              "c_end - c) + 1) >> 1) - p0;\n");
+  for (ValueId k : keys)
+    text += cat("{\nglia_u32* restrict w = words", k, " + 1 - (f0 & 1);\n",
+                "#pragma GCC ivdep\nfor (uint64_t j = 0; j < pairs; ++j) {\n",
+                "glia_threefry2x32_words(key", k, "_0, key", k,
+                "_1, (glia_u32)((p0 + j) >> 32), (glia_u32)(p0 + j), &w[2 * j], ",
+                "&w[2 * j + 1]);\n}\n}\n");
+  return text + "}\n";
+}
+
 }  // namespace glia::aot::detail

@@ -40,5 +40,12 @@ std::size_t kept_outer(const Nest& nest, const std::vector<std::int64_t>& dims,
 // largest offset the inner levels reach.
 std::int64_t inner_block(const Nest& nest, const std::vector<std::int64_t>& dims,
                          const std::vector<std::int64_t>& strides);
+// A sweep that draws random words runs its innermost loop (over [lo, hi)) in chunks, each
+// chunk's words computed first into a stack array per key a Threefry block at a time: a
+// block gives two words, where a word computed on its own wastes one. Opens the chunk loop
+// (`c` to `c_end`) and fills words<key> (word f at [1 + f - f0], f0 the chunk's first flat
+// index, from keys key<v>_0 and key<v>_1); the caller's innermost loop runs inside it.
+std::string random_chunks(const Nest& nest, const std::vector<ValueId>& keys, const std::string& lo,
+                          const std::string& hi, const std::string& flat_t);
 
 }  // namespace glia::aot::detail

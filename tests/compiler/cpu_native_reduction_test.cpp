@@ -158,5 +158,25 @@ TEST(CpuNative, RowReductionsReachEveryLaneSetBlockAndRemainder) {
   }
 }
 
+// An f32 sum's lanes add chunks of 16 values in f32 and widen them into f64 lanes: the sum
+// of 2^20 values 1 + 2^-20 is exactly 2^20 + 1 (each lane's f32 chunk sums are exact),
+// where f32 lanes across the whole array would round each 2^-20 away once a lane passed
+// 8 (2^20 in all: 2^20 exactly).
+TEST(CpuNative, F32SumsWidenTheirLanesEveryChunk) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("f32_chunks");
+  constexpr std::int64_t kN = std::int64_t(1) << 20;
+  Graph g = trace([](const std::vector<Expr>& in) { return std::vector<Expr>{sum(in[0])}; },
+                  {{f32, {kN}}}, "chunks");
+  const std::vector<float> x(std::size_t(kN), 1.f + std::ldexp(1.f, -20));
+  for (int threads : {1, 2}) {
+    auto exe = on_cpu(g, threads, CompileOptions::Cpu::Fused::compiled);
+    EXPECT_EQ(exe->run(std::vector<Tensor>{Tensor::from<float>(x)})[0].item<float>(),
+              float(kN + 1))
+        << threads << " threads";
+  }
+}
+
 }  // namespace
 }  // namespace glia::testing
