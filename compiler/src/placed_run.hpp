@@ -3,6 +3,7 @@
 // of per-run workspaces, and a run's binding of its inputs and outputs.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -32,12 +33,20 @@ class PlacedExecutable : public Executable {
 };
 
 // Workspaces for concurrent runs: each run takes one (made when none is free) and gives it
-// back, so runs on several threads never share scratch state.
+// back, so runs on several threads never share scratch state. One waits in an atomic slot
+// (a run on one thread at a time takes it back without a lock), the rest in a list.
 template <class Workspace>
 class WorkspacePool {
  public:
+  WorkspacePool() = default;
+  WorkspacePool(const WorkspacePool&) = delete;
+  WorkspacePool& operator=(const WorkspacePool&) = delete;
+  ~WorkspacePool() { delete slot_.load(std::memory_order_acquire); }
+
   template <class Make>
   std::unique_ptr<Workspace> take(const Make& make) const {
+    if (Workspace* ws = slot_.exchange(nullptr, std::memory_order_acquire))
+      return std::unique_ptr<Workspace>(ws);
     {
       std::lock_guard lock(mutex_);
       if (!free_.empty()) {
@@ -49,11 +58,18 @@ class WorkspacePool {
     return make();
   }
   void give_back(std::unique_ptr<Workspace> ws) const {
+    Workspace* empty = nullptr;
+    if (slot_.compare_exchange_strong(empty, ws.get(), std::memory_order_release,
+                                      std::memory_order_relaxed)) {
+      ws.release();
+      return;
+    }
     std::lock_guard lock(mutex_);
     free_.push_back(std::move(ws));
   }
 
  private:
+  mutable std::atomic<Workspace*> slot_{nullptr};
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<Workspace>> free_;
 };
@@ -108,9 +124,11 @@ class RunBinding {
     return out;
   }
   // Lets go of the run's inputs and outputs, so the workspace holds no caller's tensor.
+  // Copying an undefined tensor in keeps each slot's shape storage for the next run.
   void release() {
-    for (Tensor& t : held_) t = Tensor();
-    for (Tensor& t : slots_) t = Tensor();
+    static const Tensor none;
+    for (Tensor& t : held_) t = none;
+    for (Tensor& t : slots_) t = none;
   }
 
  private:

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <typeinfo>
 #include <unordered_map>
 #include <vector>
@@ -208,7 +209,11 @@ TraceBody make_trace_body(const Fn& fn, const std::string& fn_name, const Likes&
 }
 
 template <class Result>
-Result rebuild_result(const CompiledEntry& entry, const std::vector<Tensor>& outputs) {
+Result rebuild_result(const CompiledEntry& entry, std::vector<Tensor>&& outputs) {
+  // One tensor is moved out: a copy's shape allocates and its count is an atomic add.
+  if constexpr (std::is_same_v<Result, Tensor>) {
+    if (outputs.size() == 1) return std::move(outputs[0]);
+  }
   const auto& like = *static_cast<const type_tree_t<Result>*>(entry.result_like.get());
   return tree_unflatten<Tensor>(like, std::span<const Tensor>(outputs));
 }
