@@ -311,6 +311,7 @@ class FusedKernel final : public CpuKernel {
 }  // namespace
 
 std::unique_ptr<CpuKernel> realise_fused(const Kernel& kernel) {
+  if (auto softmax = realise_softmax_rows(kernel)) return softmax;
   std::vector<fused::Sweep> sweeps = fused::realise_sweeps(std::get<FusedSpec>(kernel.spec));
   if (sweeps.empty()) return nullptr;
   return std::make_unique<FusedKernel>(kernel, std::move(sweeps));

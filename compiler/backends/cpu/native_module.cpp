@@ -24,6 +24,10 @@
 #define GLIA_VERSION "unknown"
 #endif
 
+namespace glia {
+std::string_view vector_exp_source();  // generated from vector_exp.h (compiler/CMakeLists.txt)
+}  // namespace glia
+
 namespace glia::detail::cpu {
 
 namespace {
@@ -35,18 +39,13 @@ namespace {
 // changes, glia never reads the floating-point exception flags.
 constexpr const char* kFlags = "-O3 -march=native -std=gnu11 -fno-math-errno -fno-trapping-math";
 
-// expf's AVX2 and AVX-512 vector variants are glia's own (GCC calls the AVX2 one where its
-// tuning prefers 256-bit vectors, as on Intel's AVX-512 parts, and for loop remainders):
-// exp(x) = 2^n exp(r), n = round(x log2 e), r = x - n ln 2 in two parts, exp(r) by a
-// degree-7 polynomial (Cephes'); 2^n by vscalefps, or by two exact powers of two (each
-// normal, so that the one rounding is the last), overflowing to inf, underflowing to 0
-// and passing NaN; x is clamped first so that huge arguments stay exact. Within 1.01 ulp
-// over [-87.3, 88.7]; libmvec's AVX-512 variant took ~6.5 ns a vector here, this ~3.5.
-// The scalar function and the SSE and AVX variants jump to libm's and libmvec's. GCC sees
-// only the declaration, so it makes no clones of its own.
-constexpr const char* kVectorExp =
+// expf's AVX2 and AVX-512 vector variants are glia's own (vector_exp.h; GCC calls the
+// AVX2 one where its tuning prefers 256-bit vectors, as on Intel's AVX-512 parts, and for
+// loop remainders); libmvec's AVX-512 variant took ~6.5 ns a vector here, this ~3.5. The
+// scalar function and the SSE and AVX variants jump to libm's and libmvec's. GCC sees only
+// the declaration, so it makes no clones of its own.
+constexpr const char* kVectorExpHead =
     R"(#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
 float glia_expf(float) __attribute__((simd("notinbranch"), const, nothrow, leaf, visibility("hidden")));
 __asm__(".pushsection .text\n"
         ".hidden glia_expf\n.type glia_expf,@function\nglia_expf: jmp expf@PLT\n"
@@ -55,35 +54,12 @@ __asm__(".pushsection .text\n"
         ".hidden _ZGVcN8v_glia_expf\n.type _ZGVcN8v_glia_expf,@function\n"
         "_ZGVcN8v_glia_expf: jmp _ZGVcN8v_expf@PLT\n"
         ".popsection\n");
-#define GLIA_EXP_REDUCE(V, S, ROUND)                                                       \
-  x = V##_min_ps(V##_set1_ps(88.8f), V##_max_ps(V##_set1_ps(-104.0f), x));                  \
-  const S n = ROUND(V##_mul_ps(x, V##_set1_ps(1.44269504088896341f)),                       \
-                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                          \
-  S r = V##_fnmadd_ps(n, V##_set1_ps(0.693145751953125f), x);                               \
-  r = V##_fnmadd_ps(n, V##_set1_ps(1.428606765330187e-06f), r);                             \
-  S p = V##_set1_ps(1.9875691500e-4f);                                                      \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(1.3981999507e-3f));                                    \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(8.3334519073e-3f));                                    \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(4.1665795894e-2f));                                    \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(1.6666665459e-1f));                                    \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(5.0000001201e-1f));                                    \
-  p = V##_add_ps(V##_fmadd_ps(p, V##_mul_ps(r, r), r), V##_set1_ps(1.0f));
-__attribute__((visibility("hidden"))) __m256 _ZGVdN8v_glia_expf(__m256 x) {
-  GLIA_EXP_REDUCE(_mm256, __m256, _mm256_round_ps)
-  const __m256i k = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(k, 1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
-  const __m256 s2 = _mm256_castsi256_ps(
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, half), bias), 23));
-  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-}
+)";
+constexpr const char* kVectorExpTail = R"(
+__attribute__((visibility("hidden"))) __m256 _ZGVdN8v_glia_expf(__m256 x) { GLIA_EXP8_BODY }
 #ifdef __AVX512F__
-__attribute__((visibility("hidden"))) __m512 _ZGVeN16v_glia_expf(__m512 x) {
-  GLIA_EXP_REDUCE(_mm512, __m512, _mm512_roundscale_ps)
-  return _mm512_scalef_ps(p, n);
-}
+__attribute__((visibility("hidden"))) __m512 _ZGVeN16v_glia_expf(__m512 x) { GLIA_EXP16_BODY }
 #endif
-#undef GLIA_EXP_REDUCE
 #define expf glia_expf
 #endif
 )";
@@ -104,7 +80,7 @@ std::string prelude() {
     s += cat("float ", f, "f(float, float) __attribute__((simd(\"notinbranch\")));\n", "double ", f,
              "(double, double) __attribute__((simd(\"notinbranch\")));\n");
   s += "#endif\n";
-  s += kVectorExp;
+  s += cat(kVectorExpHead, vector_exp_source(), kVectorExpTail);
 #endif
   return s + std::string(elementwise_source()) + "\n";
 }

@@ -105,6 +105,8 @@ std::unique_ptr<CpuKernel> realise_direct(const Graph& graph, const Kernel& kern
 // pad and concatenate (direct_layout.cpp), called by realise_direct.
 std::unique_ptr<CpuKernel> realise_direct_layout(const Graph& graph, const Kernel& kernel);
 std::unique_ptr<CpuKernel> realise_fused(const Kernel& kernel);
+// A fused group that is exactly softmax over short rows (softmax_rows.cpp), or null.
+std::unique_ptr<CpuKernel> realise_softmax_rows(const Kernel& kernel);
 std::unique_ptr<CpuKernel> realise_reference(const Graph& graph, const Kernel& kernel);
 std::unique_ptr<CpuKernel> realise_scan(const Graph& graph, const Kernel& kernel);
 std::unique_ptr<CpuKernel> realise_collective(const Kernel& kernel);

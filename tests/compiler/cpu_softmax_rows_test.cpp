@@ -1,0 +1,120 @@
+// The cpu backend's softmax over short rows (backends/cpu/softmax_rows.cpp): a fused group
+// that is exactly softmax over the last axis runs as one kernel, row by row in vector
+// registers, with AVX-512 and with AVX2 (GLIA_CPU_ISA=avx2), against the interpreter:
+// rows of every tail length, a chunk boundary, rows split between threads, and NaN,
+// infinities and huge values where they fall. Softmax over other axes and rows longer
+// than 16,384 keep the sweeps.
+#include <cmath>
+#include <limits>
+
+#include "compiler/cpu_test_util.hpp"
+#include "scoped_env.hpp"
+
+namespace glia::testing {
+namespace {
+
+constexpr const char* kKernel = "-> glia softmax rows";
+
+// The kernel's loops need AVX2 and FMA at least (else the sweeps run).
+#define GLIA_REQUIRE_AVX2()                                              \
+  GLIA_REQUIRE_CPU_BACKEND();                                            \
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) \
+  GTEST_SKIP() << "no AVX2 and FMA: softmax runs on the sweeps"
+
+Graph softmax_graph(const Shape& shape, int axis = -1) {
+  return trace(
+      [axis](const std::vector<Expr>& in) { return std::vector<Expr>{softmax(in[0], axis)}; },
+      {{f32, shape}}, "softmax");
+}
+
+std::unique_ptr<Executable> on_cpu(const Graph& g, int threads = 0) {
+  CompileOptions options;
+  options.cpu.threads = threads;
+  return compile_graph(g, "cpu", options);
+}
+
+// Each element as the interpreter gives it: NaN where it has NaN, else within rounding.
+void expect_matches_interp(const Graph& g, const Tensor& x, int threads = 0) {
+  auto exe = on_cpu(g, threads);
+  ASSERT_NE(exe->describe().find(kKernel), std::string::npos) << exe->describe();
+  Tensor got = exe->run(std::vector<Tensor>{x})[0];
+  Tensor want = compile_graph(g, "interp")->run(std::vector<Tensor>{x})[0];
+  ASSERT_EQ(got.type(), want.type());
+  const float* p = got.data<float>();
+  const float* q = want.data<float>();
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    if (std::isnan(q[i])) {
+      EXPECT_TRUE(std::isnan(p[i])) << "element " << i << " of " << got.type().to_string();
+      continue;
+    }
+    EXPECT_NEAR(p[i], q[i], 2e-6 * std::abs(q[i]) + 1e-7)
+        << "element " << i << " of " << got.type().to_string();
+  }
+}
+
+void expect_every_shape_matches() {
+  // Every tail either side of a vector (over one column, simplify leaves no reductions).
+  for (std::int64_t cols = 2; cols <= 19; ++cols) {
+    SCOPED_TRACE(cat(cols, " columns"));
+    expect_matches_interp(softmax_graph({2, cols}), seeded({2, cols}, f32, -8, 8, 3));
+  }
+  for (Shape shape :
+       {Shape{1000}, Shape{1, 10}, Shape{7, 37}, Shape{2, 1041}, Shape{3, 2048}, Shape{4, 16384}}) {
+    SCOPED_TRACE(shape.to_string());
+    expect_matches_interp(softmax_graph(shape), seeded(shape, f32, -30, 30, 5));
+  }
+}
+
+TEST(CpuSoftmaxRows, RowsOfEveryLengthMatchTheInterpreter) {
+  GLIA_REQUIRE_AVX2();
+  expect_every_shape_matches();
+}
+
+TEST(CpuSoftmaxRows, TheAvx2RowsMatchTheInterpreter) {
+  GLIA_REQUIRE_AVX2();
+  ScopedEnv isa("GLIA_CPU_ISA", "avx2");
+  expect_every_shape_matches();
+}
+
+// Rows enough to split between threads (on glia's team): each part a range of rows.
+TEST(CpuSoftmaxRows, ManyRowsSplitBetweenThreads) {
+  GLIA_REQUIRE_AVX2();
+  Graph g = softmax_graph({64, 200});
+  expect_matches_interp(g, seeded({64, 200}, f32, -10, 10, 9), 4);
+  EXPECT_NE(on_cpu(g, 4)->describe().find("spinning team"), std::string::npos);
+}
+
+// NaN anywhere makes its row NaN; +inf makes its row NaN (inf - inf); a row of -inf is
+// NaN; huge values of either sign, and one row of all-equal values, are finite.
+TEST(CpuSoftmaxRows, SpecialValuesReachTheirRowsAsInTheInterpreter) {
+  GLIA_REQUIRE_AVX2();
+  const float inf = std::numeric_limits<float>::infinity();
+  constexpr std::int64_t kCols = 83;  // five vectors of 16 and a tail of 3
+  for (const char* isa : {"avx512", "avx2"}) {
+    ScopedEnv cap("GLIA_CPU_ISA", isa);
+    Tensor x = seeded({7, kCols}, f32, -5, 5, 11);
+    float* p = x.data<float>();
+    p[0 * kCols + 2] = std::nanf("");   // in the first vector
+    p[1 * kCols + 81] = std::nanf("");  // in the tail
+    p[2 * kCols + 40] = inf;            // +inf
+    for (std::int64_t c = 0; c < kCols; ++c) p[3 * kCols + c] = -inf;
+    p[4 * kCols + 5] = 1e30f, p[4 * kCols + 6] = -1e30f;
+    for (std::int64_t c = 0; c < kCols; ++c) p[5 * kCols + c] = 2.5f;
+    p[6 * kCols + 82] = 60.f;  // the largest in the tail
+    SCOPED_TRACE(isa);
+    expect_matches_interp(softmax_graph({7, kCols}), x);
+  }
+}
+
+TEST(CpuSoftmaxRows, OtherAxesAndLongRowsKeepTheSweeps) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  for (const Graph& g : {softmax_graph({6, 40}, 0), softmax_graph({2, 16385})}) {
+    auto exe = on_cpu(g);
+    EXPECT_EQ(exe->describe().find(kKernel), std::string::npos) << exe->describe();
+    EXPECT_EQ(count_kernels(*exe, "fused"), 1) << exe->describe();
+  }
+  expect_cpu_matches_interp(softmax_graph({6, 40}, 0), {seeded({6, 40}, f32, -3, 3, 2)});
+}
+
+}  // namespace
+}  // namespace glia::testing
