@@ -22,9 +22,13 @@ namespace glia::detail::cpu {
 namespace {
 
 // A helper spins this long after its last job, then yields its core between checks until
-// kYield, then sleeps until the next job wakes it.
+// kYield, then sleeps until the next job wakes it. While it spins it still yields every
+// kSpinYield: where the scheduler has put it on the caller's core (it does, now and then,
+// until it balances them again), the caller gets the core back at once rather than at the
+// end of the helper's time slice. The caller waiting for a helper's part yields as often.
 constexpr auto kSpin = std::chrono::microseconds(20);
 constexpr auto kYield = std::chrono::microseconds(200);
+constexpr auto kSpinYield = std::chrono::microseconds(2);
 // Parts a job may have: the claim word keeps them in 16 bits.
 constexpr int kMaxParts = 1 << 15;
 
@@ -96,14 +100,18 @@ void SpinTeam::serve() {
   FlushDenormals flush;  // for the thread's life: it only ever runs glia's kernels
   std::uint32_t seen = generation_.load(std::memory_order_acquire);
   for (;;) {
-    auto start = std::chrono::steady_clock::now();
+    auto start = std::chrono::steady_clock::now(), yielded = start;
     for (unsigned i = 1; generation_.load(std::memory_order_acquire) == seen; ++i) {
       if (i % 64 != 0) {
         relax();
         continue;
       }
-      const auto waited = std::chrono::steady_clock::now() - start;
-      if (waited < kSpin) continue;
+      const auto now = std::chrono::steady_clock::now();
+      const auto waited = now - start;
+      if (waited < kSpin) {
+        if (now - yielded >= kSpinYield) std::this_thread::yield(), yielded = now;
+        continue;
+      }
       if (waited < kYield) {
         std::this_thread::yield();
         continue;
@@ -132,7 +140,10 @@ bool SpinTeam::run(int parts, PartFn fn, const void* body) {
   generation_.store(generation, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(generation_);
   claim_parts();
-  while (done_.load(std::memory_order_acquire) != parts) relax();
+  for (unsigned i = 1; done_.load(std::memory_order_acquire) != parts; ++i) {
+    relax();
+    if (i % 128 == 0) std::this_thread::yield();
+  }
   busy_.store(false, std::memory_order_release);
   return true;
 }
