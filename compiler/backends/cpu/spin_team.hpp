@@ -5,8 +5,8 @@
 // sleep: libgomp wakes them with a futex call at the region's start and at its barrier.
 // A handoff between two spinning threads costs ~60 ns. The team's helpers spin a while
 // after each job, then yield the core between checks, then sleep; a job wakes them with a
-// system call only if one sleeps. Helpers claim parts from a shared counter and so does
-// the caller, which takes every part no helper has claimed: a helper that is asleep,
+// system call only if one sleeps. Helpers claim parts from a shared counter; the caller
+// runs part 0, then claims too, taking every part no helper has: a helper that is asleep,
 // descheduled or slow to see the job costs its share of the work, never a wait.
 //
 // Executables use the team only when none of their kernels enter OpenMP (oneDNN's
