@@ -172,8 +172,7 @@ TEST(CpuNative, F32SumsWidenTheirLanesEveryChunk) {
   const std::vector<float> x(std::size_t(kN), 1.f + std::ldexp(1.f, -20));
   for (int threads : {1, 2}) {
     auto exe = on_cpu(g, threads, CompileOptions::Cpu::Fused::compiled);
-    EXPECT_EQ(exe->run(std::vector<Tensor>{Tensor::from<float>(x)})[0].item<float>(),
-              float(kN + 1))
+    EXPECT_EQ(exe->run(std::vector<Tensor>{Tensor::from<float>(x)})[0].item<float>(), float(kN + 1))
         << threads << " threads";
   }
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "backends/cpu/spin_team.hpp"
 #include "glia/core/elementwise.hpp"
@@ -142,31 +143,14 @@ void product_rows(const float* a, std::int64_t am, std::int64_t ak, const float*
         sum_columns<float, kColumns, 4>(a, ak, w + j0, wk, k, out + j0);
         apply_epilogue(e, i, j0, out + j0, kColumns);
       };
-      switch (n - j0) {
-        case 0:
-          break;
-        case 1:
-          last(std::integral_constant<int, 1>{});
-          break;
-        case 2:
-          last(std::integral_constant<int, 2>{});
-          break;
-        case 3:
-          last(std::integral_constant<int, 3>{});
-          break;
-        case 4:
-          last(std::integral_constant<int, 4>{});
-          break;
-        case 5:
-          last(std::integral_constant<int, 5>{});
-          break;
-        case 6:
-          last(std::integral_constant<int, 6>{});
-          break;
-        default:
-          last(std::integral_constant<int, 7>{});
-          break;
-      }
+      // The 1-7 columns left, each count its own unrolled instance (inlined, so in the
+      // AVX2 clone too).
+      auto last_columns = [&]<int... kLess>(std::integer_sequence<int, kLess...>)
+          __attribute__((always_inline)) {
+        ((n - j0 == kLess + 1 ? (last(std::integral_constant<int, kLess + 1>{}), true) : false) ||
+         ...);
+      };
+      last_columns(std::make_integer_sequence<int, 7>{});
       continue;
     }
     if (wk == 1 && ak == 1) {

@@ -20,6 +20,7 @@
 #include <limits>
 #include <optional>
 
+#include "aot/emitter.hpp"
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/realise.hpp"
 #include "backends/cpu/spin_team.hpp"
@@ -157,7 +158,8 @@ struct Row {
 };
 using RowFn = void (*)(const Row& r, std::int64_t cols);
 
-constexpr std::int64_t kChunk = 1024;  // columns summed in f32 before they widen
+// Columns summed in f32 before they widen, as the compiled sweeps' sums.
+constexpr std::int64_t kChunk = aot::detail::kF32SumChunk;
 
 // glia's vector exp (vector_exp.h), the compiled sweeps' own, here inlined.
 __attribute__((target("avx512f,fma"))) inline __m512 exp16(__m512 x) { GLIA_EXP16_BODY }
