@@ -4,6 +4,7 @@
 // convolution_backward_weights; channels-last operands read through their transposes;
 // and the cases left to other kernels.
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "compiler/conv_layer_graph.hpp"
@@ -108,6 +109,81 @@ TEST(CpuConv, ChannelsLastWithBiasAndRelu) {
   EXPECT_EQ(c.epilogue.text(), " + bias, relu");
   EXPECT_EQ(c.padding_low, (std::vector<std::int64_t>{1, 1}));
   EXPECT_EQ(c.padding_high, (std::vector<std::int64_t>{1, 1}));
+}
+
+// The line of exe's description naming the kernel that starts with `kernel` ("convolution ").
+std::string kernel_line(const Executable& exe, const std::string& kernel) {
+  std::istringstream lines(exe.describe());
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(kernel) != std::string::npos) return line;
+  return "";
+}
+
+bool has_avx512_core() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+// A channels-last 3x3 layer with 16 channels in and out over 8 x 46 x 46 (39M multiply-adds):
+// on AVX-512 its forward pass (bias as Winograd's bias argument, a relu as a post-op) and its
+// kernel gradient run Winograd on reordered blocked operands; the input gradient stays direct.
+// Winograd rounds differently from a direct sum, within the tolerance of the other passes.
+TEST(CpuConv, LargeThreeByThreeLayersRunWinograd) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  const Shape x{8, 46, 46, 16}, k{3, 3, 16, 16}, b{16};
+  Graph forward = trace(
+      [](const std::vector<Expr>& in) {
+        return std::vector<Expr>{conv_layer_nhwc(in[0], in[1], in[2])};
+      },
+      {{f32, x}, {f32, k}, {f32, b}}, "layer");
+  const Shape y = forward.type(forward.outputs()[0]).shape;
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr out = conv_layer_nhwc(in[0], in[1], in[2]);
+        std::vector<Expr> outs{out};
+        for (const Expr& d : gradients(sum(out * in[3]), {in[0], in[1]})) outs.push_back(d);
+        return outs;
+      },
+      {{f32, x}, {f32, k}, {f32, b}, {f32, y}}, "layer_grads");
+  auto exe = expect_cpu_matches_interp(g, seeded_inputs(g), 1e-4, 1e-4);
+  const std::string fwd = kernel_line(*exe, "convolution src");
+  const std::string data = kernel_line(*exe, "convolution_backward_data");
+  const std::string weights = kernel_line(*exe, "convolution_backward_weights");
+  ASSERT_FALSE(fwd.empty() || data.empty() || weights.empty()) << exe->describe();
+  EXPECT_NE(fwd.find("+ bias"), std::string::npos) << fwd;
+  EXPECT_EQ(data.find("wino"), std::string::npos) << data;
+  // Alone, the layer's relu joins its bias in the forward pass's epilogue.
+  auto alone = expect_cpu_matches_interp(forward, seeded_inputs(forward), 1e-4, 1e-4);
+  const std::string fused = kernel_line(*alone, "convolution src");
+  EXPECT_NE(fused.find("+ bias, relu"), std::string::npos) << fused;
+  if (!has_avx512_core()) GTEST_SKIP() << "no AVX-512: every pass stays direct";
+  EXPECT_NE(fused.find("jit_wino_4x3"), std::string::npos) << fused;
+  EXPECT_NE(fwd.find("jit_wino_4x3"), std::string::npos) << fwd;
+  EXPECT_NE(fwd.find("src, weights, dst reordered"), std::string::npos) << fwd;
+  EXPECT_NE(weights.find("jit_wino_4x3"), std::string::npos) << weights;
+}
+
+// Winograd only where it pays: less work than ~33M multiply-adds, or channels that are not
+// multiples of 16, keep the direct algorithm on the graph's own activation layout.
+TEST(CpuConv, SmallOrNarrowConvolutionsStayDirect) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  for (const auto& [x, k] : std::vector<std::pair<Shape, Shape>>{
+           {{2, 20, 20, 16}, {3, 3, 16, 16}},     // 2.9M multiply-adds
+           {{32, 46, 46, 1}, {3, 3, 1, 32}},      // a first layer: one channel in
+           {{8, 46, 46, 16}, {3, 3, 16, 24}}}) {  // 24 channels out
+    SCOPED_TRACE(x.to_string() + " " + k.to_string());
+    const Shape b{k[3]};
+    Graph g = trace(
+        [](const std::vector<Expr>& in) {
+          return std::vector<Expr>{conv_layer_nhwc(in[0], in[1], in[2])};
+        },
+        {{f32, x}, {f32, k}, {f32, b}}, "layer");
+    auto exe = expect_cpu_matches_interp(g, seeded_inputs(g), 1e-5, 1e-5);
+    const std::string fwd = kernel_line(*exe, "convolution src");
+    ASSERT_FALSE(fwd.empty()) << exe->describe();
+    EXPECT_EQ(fwd.find("wino"), std::string::npos) << fwd;
+    EXPECT_EQ(fwd.find("src, weights"), std::string::npos) << fwd;
+  }
 }
 
 TEST(CpuConv, OtherCasesAreLeftToOtherKernels) {
