@@ -7,14 +7,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <thread>
 
+#include "compiler/conv_layer_graph.hpp"
 #include "core/test_util.hpp"
+#include "glia/autograd/grad.hpp"
 #include "glia/compiler.hpp"
 #include "glia/compiler/cuda.hpp"
 #include "glia/core/buffer.hpp"
 #include "glia/core/expr.hpp"
 #include "glia/core/interpreter.hpp"
+#include "scoped_env.hpp"
 
 namespace glia {
 namespace {
@@ -105,7 +110,11 @@ TEST(CudaBackend, DonatedStateStaysInPlaceAndTheStepIsReplayedAsAGraph) {
   const void* address = p.data_ptr();
   const std::vector<float> gv = grad.to_vector<float>();
   for (int step = 0; step < 6; ++step) {
-    std::vector<Tensor> out = exe->run_donated({std::move(p), grad});
+    // Built by moves: a braced list would copy p, and a tensor held twice is not donated.
+    std::vector<Tensor> in;
+    in.push_back(std::move(p));
+    in.push_back(grad);
+    std::vector<Tensor> out = exe->run_donated(std::move(in));
     p = out[0];
     EXPECT_EQ(p.data_ptr(), address) << "step " << step << ": the parameter moved";
     double loss = 0;
@@ -168,6 +177,76 @@ TEST(CudaBackend, ConcurrentRunsGiveTheResultsOfOne) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(std::count(same.begin(), same.end(), 1), 8);
+}
+
+TEST(CudaBackend, FewLongReductionsSplitOverBlocksMatchTheInterpreter) {
+  REQUIRE_DEVICE();
+  // Softmax over one row of 1,000,000 (max and sum split over 489 blocks), the bias
+  // gradient of a channels-last convolution (32 columns of 86,528), an f64 sum and a max
+  // whose 8,193 elements end in a short last chunk, with a NaN in one column.
+  Graph g = traced(
+      {{f32, {1000000}}, {f32, {86528, 32}}, {f64, {8193, 2}}, {f32, {20000, 3}}},
+      [](const std::vector<Expr>& x) {
+        Expr e = exp(x[0] - reduce_max(x[0], {0}, true));
+        return std::vector<Expr>{e / sum(e, {0}, true), sum(x[1], {0}), sum(x[2] * x[2], {0}),
+                                 reduce_max(x[3], {0})};
+      },
+      "split_reductions");
+  auto exe = compile_graph(g, "cuda");
+  EXPECT_NE(exe->describe().find("split: 1 x 1000000 over 489 blocks"), std::string::npos)
+      << exe->describe();
+  EXPECT_NE(exe->describe().find("split: 32 x 86528 over 32 blocks"), std::string::npos);
+  std::vector<Tensor> in = {random_tensor({1000000}, 21), random_tensor({86528, 32}, 22),
+                            random_tensor({8193, 2}, 23).cast(DType::f64),
+                            random_tensor({20000, 3}, 24)};
+  std::vector<float> m = in[3].to_vector<float>();
+  m[3 * 12345 + 1] = std::numeric_limits<float>::quiet_NaN();  // column 1 is NaN
+  m[3 * 19999 + 2] = 7;                                        // column 2's maximum, last
+  in[3] = Tensor::from(m, Shape{20000, 3});
+  std::vector<Tensor> want = interpret(g, in);
+  std::vector<Tensor> got = exe->run(in);
+  EXPECT_TRUE(allclose(got[0].to_host(), want[0], 1e-5, 1e-12));
+  EXPECT_TRUE(allclose(got[1].to_host(), want[1], 1e-4, 1e-4));
+  EXPECT_TRUE(allclose(got[2].to_host(), want[2], 1e-12, 1e-12));
+  std::vector<float> max = got[3].to_host().to_vector<float>();
+  EXPECT_EQ(max[0], want[3].to_vector<float>()[0]);
+  EXPECT_TRUE(std::isnan(max[1]));
+  EXPECT_EQ(max[2], 7.0f);
+  // Fixed orders of combination: the same bits on every run.
+  std::vector<Tensor> again = exe->run(in);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(equal(again[i].to_host(), got[i].to_host())) << "output " << i;
+}
+
+TEST(CudaBackend, ConvolutionsRunTheAlgorithmsCudnnMeasuresFastest) {
+  REQUIRE_DEVICE();
+  // A channels-last conv layer (32 images of 14 x 14, 16 -> 32 channels, 3 x 3) and its
+  // three gradients: cuDNN's forward, backward-data and backward-filter passes.
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr loss = sum(testing::conv_layer_nhwc(in[0], in[1], in[2]) * in[3]);
+        std::vector<Expr> out{loss};
+        for (const Expr& d : gradients(loss, {in[0], in[1], in[2]})) out.push_back(d);
+        return out;
+      },
+      {{f32, {32, 14, 14, 16}}, {f32, {3, 3, 16, 32}}, {f32, {32}}, {f32, {32, 14, 14, 32}}},
+      "conv_layer");
+  std::vector<Tensor> in = {random_tensor({32, 14, 14, 16}, 31), random_tensor({3, 3, 16, 32}, 32),
+                            random_tensor({32}, 33), random_tensor({32, 14, 14, 32}, 34)};
+  std::vector<Tensor> want = interpret(g, in);
+  for (const char* mode : {"measured", "heuristic"}) {
+    testing::ScopedEnv env("GLIA_CUDNN_ALGORITHMS", mode);
+    auto exe = compile_graph(g, "cuda");
+    const std::string text = exe->describe();
+    std::size_t passes = 0;
+    for (std::size_t at = text.find(cat("(", mode, ")")); at != std::string::npos;
+         at = text.find(cat("(", mode, ")"), at + 1))
+      ++passes;
+    EXPECT_EQ(passes, 3u) << mode << ":\n" << text;
+    std::vector<Tensor> got = exe->run(in);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(allclose(got[i].to_host(), want[i], 1e-4, 1e-3)) << mode << ", output " << i;
+  }
 }
 
 TEST(CudaBackend, TensorsMoveToTheDeviceAndBack) {

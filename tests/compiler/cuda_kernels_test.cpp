@@ -54,6 +54,26 @@ TEST(CudaKernels, LongRowsFoldOnABlockPerResult) {
   EXPECT_GT(r.cubin_bytes, 0u);
 }
 
+TEST(CudaKernels, FewLongReductionsSplitOverBlocks) {
+  // One result of 1,000,000 elements, and 32 columns of 86,528 (a channels-last bias
+  // gradient): too few results to fill a GPU a block each, so each result's elements are
+  // split over blocks (at least 2,048 elements a block, about 1,024 blocks in all) and a
+  // second kernel combines their partials. 256 rows of 4,096 fill it as they are.
+  Graph g = trace(
+      [](const std::vector<Expr>& x) {
+        return std::vector<Expr>{sum(x[0]), sum(x[1], {0}), sum(x[2], {1})};
+      },
+      {{f32, {1000000}}, {f32, {86528, 32}}, {f32, {256, 4096}}}, "split_sums");
+  cuda::KernelReport r;
+  COMPILE_OR_SKIP(r, g);
+  EXPECT_TRUE(has(r.source, "split: 1 x 1000000 over 489 blocks a result")) << r.source;
+  EXPECT_TRUE(has(r.source, "split: 1 results from 489 partials each"));
+  EXPECT_TRUE(has(r.source, "split: 32 x 86528 over 32 blocks a result"));
+  EXPECT_TRUE(has(r.source, "block per result: 256 x 4096"));
+  EXPECT_TRUE(has(r.source, "unsigned char* scratch"));
+  EXPECT_GT(r.cubin_bytes, 0u);
+}
+
 TEST(CudaKernels, ReductionsOfTwoShapesInOneSweepGetAKernelEach) {
   // Row and column sums of one matrix: one sweep, two reduction shapes.
   Graph g = trace(

@@ -3,16 +3,21 @@
 // views (a 1-D convolution gains a unit height). cuDNN wants packed NCHW or NHWC operands
 // and filters: an operand in another layout (the conv layer's HWIO kernel) is repacked
 // in the scratch by cudnnTransformTensor around the call, as the cpu backend reorders
-// oneDNN's weights. The algorithm is chosen once, when the kernel is realised, from
-// cuDNN's heuristics: the first deterministic one whose workspace fits.
+// oneDNN's weights. The algorithm is chosen once, when the kernel is realised: the
+// fastest deterministic one whose workspace fits, as cuDNN's Find measures them on the
+// device (PyTorch's cudnn.benchmark; GLIA_CUDNN_ALGORITHMS=heuristic takes the first of
+// cuDNN's heuristics instead, or where Find fails).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/cuda/cuda_kernel.hpp"
@@ -159,39 +164,53 @@ class CudnnConvolution final : public CudaKernel {
       window_ += cat(window_.empty() ? "" : "x", w[i]);
   }
 
-  // Chooses the algorithm with `handle`'s heuristics (deterministic ones only, if asked);
-  // false when none runs here.
-  bool choose(cudnnHandle_t handle, bool deterministic_only, std::string* tried) {
+  // Chooses the algorithm from cuDNN's measurements on the device (`measured`) or its
+  // heuristics, deterministic ones only if asked; false when none runs here. Both list
+  // algorithms best first in the same records.
+  bool choose(cudnnHandle_t handle, bool measured, bool deterministic_only, std::string* tried) {
     const CudnnLibrary& dnn = cudnn();
     std::optional<Algorithm> a;
     cudnnTensorDescriptor_t x = src_.call.get(), y = dst_.call.get();
     cudnnFilterDescriptor_t w = filter_.get();
     cudnnConvolutionDescriptor_t c = conv_.get();
+    // Find takes the _v7 call's arguments; it measures conv_desc's math (f32: FMA, no TF32).
     if (pass_ == Pass::forward) {
+      auto list = measured ? dnn.cudnnFindConvolutionForwardAlgorithm
+                           : dnn.cudnnGetConvolutionForwardAlgorithm_v7;
       a = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
-          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, "cudnnGetConvolutionForwardAlgorithm_v7",
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+          measured ? "cudnnFindConvolutionForwardAlgorithm"
+                   : "cudnnGetConvolutionForwardAlgorithm_v7",
           [&](int k, int* n, cudnnConvolutionFwdAlgoPerf_t* r) {
-            return dnn.cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, c, y, k, n, r);
+            return list(handle, x, w, c, y, k, n, r);
           },
           [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* b) {
             return dnn.cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, c, y, algo, b);
           },
           pass_, dtype_, deterministic_only, c, tried);
     } else if (pass_ == Pass::backward_data) {
+      auto list = measured ? dnn.cudnnFindConvolutionBackwardDataAlgorithm
+                           : dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7;
       a = pick_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+          measured ? "cudnnFindConvolutionBackwardDataAlgorithm"
+                   : "cudnnGetConvolutionBackwardDataAlgorithm_v7",
           [&](int k, int* n, cudnnConvolutionBwdDataAlgoPerf_t* r) {
-            return dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, c, x, k, n, r);
+            return list(handle, w, y, c, x, k, n, r);
           },
           [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* b) {
             return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, c, x, algo, b);
           },
           pass_, dtype_, deterministic_only, c, tried);
     } else {
+      auto list = measured ? dnn.cudnnFindConvolutionBackwardFilterAlgorithm
+                           : dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7;
       a = pick_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+          measured ? "cudnnFindConvolutionBackwardFilterAlgorithm"
+                   : "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
           [&](int k, int* n, cudnnConvolutionBwdFilterAlgoPerf_t* r) {
-            return dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x, y, c, w, k, n, r);
+            return list(handle, x, y, c, w, k, n, r);
           },
           [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* b) {
             return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, c, w, algo, b);
@@ -200,6 +219,7 @@ class CudnnConvolution final : public CudaKernel {
     }
     if (!a) return false;
     algorithm_ = *a;
+    measured_ = measured;
     check_dnn(dnn.cudnnSetConvolutionMathType(c, algorithm_.math), "cudnnSetConvolutionMathType");
     // The scratch: the workspace, then the packed copies.
     scratch_ = align256(algorithm_.workspace);
@@ -264,8 +284,9 @@ class CudnnConvolution final : public CudaKernel {
         repacked += cat(repacked.empty() ? "" : " and ", o == &weights_ ? "weights"
                                                          : o == &src_   ? "src"
                                                                         : "dst");
-    return cat("cuDNN ", pass, ", algo ", algorithm_name(pass_, algorithm_.algo), ", ", window_,
-               ", groups ", groups_, layout_ == Layout::nhwc ? ", NHWC" : "",
+    return cat("cuDNN ", pass, ", algo ", algorithm_name(pass_, algorithm_.algo),
+               measured_ ? " (measured)" : " (heuristic)", ", ", window_, ", groups ", groups_,
+               layout_ == Layout::nhwc ? ", NHWC" : "",
                algorithm_.math == CUDNN_TENSOR_OP_MATH ||
                        algorithm_.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
                    ? ", tensor ops"
@@ -309,6 +330,7 @@ class CudnnConvolution final : public CudaKernel {
   FilterDesc filter_;
   ConvDesc conv_;
   Algorithm algorithm_;
+  bool measured_ = false;
   std::size_t scratch_ = 0;
   std::string window_;
 };
@@ -327,9 +349,17 @@ std::vector<Layout> layouts(DType dtype, const Views& v) {
 
 }  // namespace
 
-// The heuristics need a handle on the device: realise makes its planning handle under a
-// ContextScope, once per device, and holds planning_mutex() while it asks. A deterministic
-// algorithm in either layout beats a non-deterministic one.
+// Whether algorithms are measured (cuDNN's Find) rather than taken from its heuristics.
+bool measure_algorithms() {
+  const char* v = std::getenv("GLIA_CUDNN_ALGORITHMS");
+  return v == nullptr || std::string_view(v) != "heuristic";
+}
+
+// Find and the heuristics need a handle on the device: realise makes its planning handle
+// under a ContextScope, once per device, and holds planning_mutex() while it asks; Find
+// allocates and runs on the device, so it also waits for captures on other threads to end.
+// A deterministic algorithm in either layout beats a non-deterministic one. A Find that
+// fails falls back to the heuristics.
 std::unique_ptr<CudaKernel> realise_convolution(const Graph& graph, const Kernel& kernel,
                                                 const DeviceInfo& device) {
   const auto& s = std::get<ConvSpec>(kernel.spec);
@@ -341,13 +371,28 @@ std::unique_ptr<CudaKernel> realise_convolution(const Graph& graph, const Kernel
   std::lock_guard<std::mutex> lock(planning_mutex());
   cudnnHandle_t handle = planning_handle(device);
   std::string tried;
-  for (bool deterministic_only : {true, false})
-    for (Layout layout : layouts(s.dtype, views)) {
-      if (!deterministic_only) tried += layout == Layout::nhwc ? " NHWC:" : " NCHW:";
-      auto made = std::make_unique<CudnnConvolution>(s, views, layout);
-      if (made->choose(handle, deterministic_only, deterministic_only ? nullptr : &tried))
-        return made;
+  const bool measure = measure_algorithms();
+  std::unique_lock<std::shared_mutex> no_capture(capture_guard(device), std::defer_lock);
+  if (measure) no_capture.lock();
+  auto choose = [&](bool measured) -> std::unique_ptr<CudaKernel> {
+    for (bool deterministic_only : {true, false})
+      for (Layout layout : layouts(s.dtype, views)) {
+        if (!deterministic_only) tried += layout == Layout::nhwc ? " NHWC:" : " NCHW:";
+        auto made = std::make_unique<CudnnConvolution>(s, views, layout);
+        if (made->choose(handle, measured, deterministic_only,
+                         deterministic_only ? nullptr : &tried))
+          return made;
+      }
+    return nullptr;
+  };
+  if (measure) {
+    try {
+      if (auto made = choose(true)) return made;
+    } catch (const Error& e) {
+      tried += cat(" Find failed: ", e.what(), ";");
     }
+  }
+  if (auto made = choose(false)) return made;
   throw Error(cat("cuda: cuDNN has no algorithm for ", kernel.describe(graph), " on ", device.name,
                   " (tried", tried, ")"));
 }

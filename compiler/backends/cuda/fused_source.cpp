@@ -5,8 +5,11 @@
 // sweep with reductions splits t into the result's index q (kept extents) and the
 // reduced index r: with few reduced elements per result each thread folds whole results
 // (thread per result); otherwise a block folds one result at a time and combines its
-// threads' partial accumulators in shared memory (block per result). Reductions of
-// different shapes in one sweep get a kernel each.
+// threads' partial accumulators in shared memory (block per result). Where there are too
+// few results to fill the device and many elements each (softmax over one long row, a
+// convolution's bias gradient), each result's elements are split over several blocks,
+// whose partials a second kernel combines in order (split). Every order of combination is
+// fixed: results repeat bit for bit. Each reduction shape in a sweep gets a kernel.
 #include <algorithm>
 #include <map>
 
@@ -24,6 +27,18 @@ using Code = FusedSpec::Code;
 
 // Above this many reduced elements per result, a block (not a thread) folds each result.
 constexpr std::int64_t kThreadFoldLimit = 32;
+// A split reduction aims at this many blocks (an H100 has 132 multiprocessors), each
+// folding at least kSplitChunk elements; kSplitBlocks / 4 results fill it unsplit.
+constexpr std::int64_t kSplitBlocks = 1024;
+constexpr std::int64_t kSplitChunk = 2048;
+
+// The blocks each result's elements are split over (1: no split).
+std::int64_t split_parts(std::int64_t q_count, std::int64_t r_count) {
+  if (q_count == 0 || q_count >= kSplitBlocks / 4) return 1;
+  const std::int64_t q = std::max<std::int64_t>(q_count, 1);
+  return std::max<std::int64_t>(
+      1, std::min((r_count + kSplitChunk - 1) / kSplitChunk, (kSplitBlocks + q - 1) / q));
+}
 
 // The monoid's stem in elementwise_math.h's glia_<m>_* names, from core's one list.
 const char* monoid(Op op) {
@@ -153,8 +168,9 @@ class SweepWriter {
     return finish(std::move(k));
   }
 
-  // The reductions `group` (one shape of extents); stores when `stores`.
-  GeneratedKernel reduction(const std::vector<int>& group, bool stores) {
+  // The reductions `group` (one shape of extents); stores when `stores`. One kernel, or
+  // two where the reduction is split.
+  std::vector<GeneratedKernel> reduction(const std::vector<int>& group, bool stores) {
     const FusedSpec::Reduction& shape = s_.reductions[std::size_t(group.front())];
     const std::int64_t q_count = shape.numel;  // also when some extent is empty
     std::int64_t r_count = 1;
@@ -177,13 +193,11 @@ class SweepWriter {
         inner *= e.size;
       }
     }
-    std::string open, fold, close;
+    std::string open;
     for (int ri : group) {
       const FusedSpec::Reduction& r = s_.reductions[std::size_t(ri)];
       const std::string t(ew_c_type(r.dtype)), m = monoid(r.op);
       open += cat("glia_", m, "_acc_", t, " acc", ri, " = glia_", m, "_identity_", t, "();\n");
-      close +=
-          cat(write(r.result, r.dtype, "q", cat("glia_", m, "_narrow_", t, "(acc", ri, ")")), "\n");
     }
     const std::string code = body(group, stores);
     GeneratedKernel k;
@@ -195,40 +209,120 @@ class SweepWriter {
       k.body = cat(hoisted(), "for (", ix.type(), " q = blockIdx.x * ", kThreads,
                    "u + threadIdx.x; q < ", lit(q_count), "; q += gridDim.x * ", kThreads, "u) {\n",
                    open, "for (", ix.type(), " r = 0; r < ", lit(r_count), "; ++r) {\nconst ",
-                   ix.type(), " t = ", t_expr, ";\n", code, "}\n", close, "}\n");
-      return finish(std::move(k));
+                   ix.type(), " t = ", t_expr, ";\n", code, "}\n", results(group, false), "}\n");
+      return {finish(std::move(k))};
     }
+    if (const std::int64_t parts = split_parts(q_count, r_count); parts > 1)
+      return split(group, ix, t_expr, code, open, q_count, r_count, parts);
     // Block per result: each thread folds a strided share of r, then the block combines
     // the partials in shared memory, halving the active threads each step.
     k.blocks = std::clamp<std::int64_t>(q_count, 1, kMaxBlocks);
     k.what = cat("block per result: ", q_count, " x ", r_count);
-    std::string shared, combine;
+    k.body =
+        cat(block_shared(group), hoisted(), "for (", ix.type(), " q = blockIdx.x; q < ",
+            lit(q_count), "; q += gridDim.x) {\n", open, "for (", ix.type(),
+            " r = threadIdx.x; r < ", lit(r_count), "; r += ", kThreads, "u) {\nconst ", ix.type(),
+            " t = ", t_expr, ";\n", code, "}\n", block_combine(group, results(group)), "}\n");
+    return {finish(std::move(k))};
+  }
+
+ private:
+  // The shared-memory partials of a block that folds a result.
+  std::string block_shared(const std::vector<int>& group) {
+    std::string shared;
+    for (int ri : group) {
+      const FusedSpec::Reduction& r = s_.reductions[std::size_t(ri)];
+      shared += cat("__shared__ glia_", monoid(r.op), "_acc_", ew_c_type(r.dtype), " part", ri, "[",
+                    kThreads, "];\n");
+    }
+    return shared;
+  }
+  // The block's threads' accumulators combined in shared memory (halving the active
+  // threads each step), then `finish` on thread 0 with part<i>[0] the block's fold.
+  std::string block_combine(const std::vector<int>& group, const std::string& finish) {
+    std::string fold, combine;
     for (int ri : group) {
       const FusedSpec::Reduction& r = s_.reductions[std::size_t(ri)];
       const std::string t(ew_c_type(r.dtype)), m = monoid(r.op);
-      shared += cat("__shared__ glia_", m, "_acc_", t, " part", ri, "[", kThreads, "];\n");
       fold += cat("part", ri, "[threadIdx.x] = acc", ri, ";\n");
       combine += cat("part", ri, "[threadIdx.x] = glia_", m, "_combine_", t, "(part", ri,
                      "[threadIdx.x], part", ri, "[threadIdx.x + s]);\n");
     }
-    std::string result;
+    return cat(fold, "__syncthreads();\nfor (unsigned s = ", kThreads / 2,
+               "u; s > 0; s >>= 1) {\nif (threadIdx.x < s) {\n", combine,
+               "}\n__syncthreads();\n}\nif (threadIdx.x == 0) {\n", finish,
+               "}\n__syncthreads();\n");
+  }
+  // Each reduction's result q, narrowed from the thread's acc<i> or the block's part<i>[0].
+  std::string results(const std::vector<int>& group, bool block = true) {
+    std::string out;
     for (int ri : group) {
       const FusedSpec::Reduction& r = s_.reductions[std::size_t(ri)];
       const std::string t(ew_c_type(r.dtype)), m = monoid(r.op);
-      result += cat(
-          write(r.result, r.dtype, "q", cat("glia_", m, "_narrow_", t, "(part", ri, "[0])")), "\n");
+      const std::string from = block ? cat("part", ri, "[0]") : cat("acc", ri);
+      out +=
+          cat(write(r.result, r.dtype, "q", cat("glia_", m, "_narrow_", t, "(", from, ")")), "\n");
     }
-    k.body = cat(shared, hoisted(), "for (", ix.type(), " q = blockIdx.x; q < ", lit(q_count),
-                 "; q += gridDim.x) {\n", open, "for (", ix.type(), " r = threadIdx.x; r < ",
-                 lit(r_count), "; r += ", kThreads, "u) {\nconst ", ix.type(), " t = ", t_expr,
-                 ";\n", code, "}\n", fold, "__syncthreads();\nfor (unsigned s = ", kThreads / 2,
-                 "u; s > 0; s >>= 1) {\nif (threadIdx.x < s) {\n", combine,
-                 "}\n__syncthreads();\n}\nif (threadIdx.x == 0) {\n", result,
-                 "}\n__syncthreads();\n}\n");
-    return finish(std::move(k));
+    return out;
   }
 
- private:
+  // A split reduction: block b = q * parts + p folds result q's elements
+  // [p * chunk, (p + 1) * chunk) (and makes the sweep's stores for them) into partial b of
+  // the scratch; the second kernel's block q combines its `parts` partials in order and
+  // writes the results. Each reduction's partials take parts * q_count accumulators (8
+  // bytes at most) at a 256-byte boundary.
+  std::vector<GeneratedKernel> split(const std::vector<int>& group, const Index& ix,
+                                     const std::string& t_expr, const std::string& code,
+                                     const std::string& open, std::int64_t q_count,
+                                     std::int64_t r_count, std::int64_t parts) {
+    const std::int64_t chunk = (r_count + parts - 1) / parts, blocks = q_count * parts;
+    const std::int64_t stride = (blocks * 8 + 255) / 256 * 256;
+    std::string partials;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const FusedSpec::Reduction& r = s_.reductions[std::size_t(group[i])];
+      const std::string acc = cat("glia_", monoid(r.op), "_acc_", ew_c_type(r.dtype));
+      partials += cat(acc, "* partial", group[i], " = (", acc, "*)(scratch + ",
+                      lit(std::int64_t(i) * stride), ");\n");
+    }
+    const std::int64_t scratch = std::int64_t(group.size()) * stride;
+    const std::string u = ix.type();
+    GeneratedKernel fold;
+    fold.name = name_;
+    fold.blocks = std::min(blocks, kMaxBlocks);
+    fold.scratch_bytes = scratch;
+    fold.what = cat("split: ", q_count, " x ", r_count, " over ", parts, " blocks a result");
+    params_.push_back(kScratchParam);
+    std::string save;
+    for (int ri : group) save += cat("partial", ri, "[b] = part", ri, "[0];\n");
+    const std::string end = cat("(p + 1) * ", lit(chunk));
+    fold.body = cat(block_shared(group), hoisted(), partials, "for (", u, " b = blockIdx.x; b < ",
+                    lit(blocks), "; b += gridDim.x) {\nconst ", u, " q = b / ", lit(parts),
+                    ", p = b % ", lit(parts), ", r_end = ", end, " < ", lit(r_count), " ? ", end,
+                    " : ", lit(r_count), ";\n", open, "for (", u, " r = p * ", lit(chunk),
+                    " + threadIdx.x; r < r_end; r += ", kThreads, "u) {\nconst ", u,
+                    " t = ", t_expr, ";\n", code, "}\n", block_combine(group, save), "}\n");
+    std::vector<GeneratedKernel> made{finish(std::move(fold))};
+
+    GeneratedKernel combine;
+    combine.name = name_ + "_c";
+    combine.blocks = std::clamp<std::int64_t>(q_count, 1, kMaxBlocks);
+    combine.scratch_bytes = scratch;
+    combine.what = cat("split: ", q_count, " results from ", parts, " partials each");
+    params_.push_back(kScratchParam);
+    std::string gather;
+    for (int ri : group) {
+      const FusedSpec::Reduction& r = s_.reductions[std::size_t(ri)];
+      gather += cat("acc", ri, " = glia_", monoid(r.op), "_combine_", ew_c_type(r.dtype), "(acc",
+                    ri, ", partial", ri, "[q * ", lit(parts), " + p]);\n");
+    }
+    combine.body = cat(block_shared(group), partials, "for (", u, " q = blockIdx.x; q < ",
+                       lit(q_count), "; q += gridDim.x) {\n", open,
+                       "for (unsigned p = threadIdx.x; p < ", lit(parts), "; p += ", kThreads,
+                       "u) {\n", gather, "}\n", block_combine(group, results(group)), "}\n");
+    made.push_back(finish(std::move(combine)));
+    return made;
+  }
+
   std::string ptr(ValueId v) {
     if (std::find(params_.begin(), params_.end(), v) == params_.end()) params_.push_back(v);
     return cat("v", v);
@@ -295,9 +389,10 @@ std::vector<GeneratedKernel> fused_kernels(const Graph& graph, const FusedSpec& 
         g->push_back(int(ri));
     }
     for (std::size_t gi = 0; gi < groups.size(); ++gi)
-      kernels.push_back(
-          SweepWriter(graph, s, gi == 0 ? cat(stem, "_s", si) : cat(stem, "_s", si, "_r", gi))
-              .reduction(groups[gi], gi == 0));
+      for (GeneratedKernel& k :
+           SweepWriter(graph, s, gi == 0 ? cat(stem, "_s", si) : cat(stem, "_s", si, "_r", gi))
+               .reduction(groups[gi], gi == 0))
+        kernels.push_back(std::move(k));
   }
   return kernels;
 }

@@ -101,9 +101,9 @@ namespace glia::detail::cuda {
   X(cudnnSetConvolutionNdDescriptor)                \
   X(cudnnSetConvolutionGroupCount)                  \
   X(cudnnSetConvolutionMathType)                    \
-  X(cudnnFindConvolutionForwardAlgorithmEx)         \
-  X(cudnnFindConvolutionBackwardDataAlgorithmEx)    \
-  X(cudnnFindConvolutionBackwardFilterAlgorithmEx)  \
+  X(cudnnFindConvolutionForwardAlgorithm)           \
+  X(cudnnFindConvolutionBackwardDataAlgorithm)      \
+  X(cudnnFindConvolutionBackwardFilterAlgorithm)    \
   X(cudnnConvolutionForward)                        \
   X(cudnnConvolutionBackwardData)                   \
   X(cudnnConvolutionBackwardFilter)                 \
