@@ -72,9 +72,10 @@ class NcclAllReduce final : public CudaKernel {
                                     reinterpret_cast<cudaStream_t>(ctx.stream)),
                "ncclAllReduce");
   }
+  // Captured into CUDA graphs like the kernels around it (NCCL 2.9 on): a run is captured
+  // only once its addresses repeat, so the communicator exists by then (made on the first
+  // run, outside any capture).
   std::string describe() const override { return "NCCL all_reduce in place on the stream"; }
-  // Not captured into CUDA graphs until it has run under capture on a GPU.
-  bool capturable() const override { return false; }
 
  private:
   CollectiveSpec spec_;
