@@ -48,6 +48,12 @@ struct CaseResult {
   const CaseInfo* info = nullptr;
   std::vector<ContenderResult> contenders;
   std::optional<Bound> bound;  // the least time the machine's limits allow a call
+  // The same for the cuda contender: the least time the device's limits allow a call.
+  std::optional<Bound> device_bound;
+  // The bound that applies to contender c (the device's for cuda, the host's for the rest).
+  const std::optional<Bound>& bound_of(const ContenderResult& c) const {
+    return c.name == "cuda" ? device_bound : bound;
+  }
 };
 
 // What the report header says about the machine and the peer.

@@ -195,6 +195,7 @@ int run_bench(Settings s) {
   CaseContext context{.threads = s.threads, .epoch_fraction = s.epoch_fraction, .data = data.get()};
   std::vector<CaseResult> results;
   Limits limits(s.threads);
+  DeviceLimits device_limits("cuda");
   for (const CaseInfo* info : cases) {
     CaseResult r{.info = info};
     std::vector<Contender> contenders;
@@ -215,7 +216,15 @@ int run_bench(Settings s) {
     }
     run_rounds(contenders, s);
     for (Contender& c : contenders) r.contenders.push_back(std::move(c.result));
-    if (info->jit_case.empty()) r.bound = case_bound(*info, limits);
+    if (info->jit_case.empty()) {
+      bool host = false, device = false;
+      for (const ContenderResult& c : r.contenders) {
+        if (!c.skipped.empty()) continue;
+        (c.name == "cuda" ? device : host) = true;
+      }
+      if (host) r.bound = case_bound(*info, limits);
+      if (device) r.device_bound = device_case_bound(*info, device_limits);
+    }
     print_case(r);
     results.push_back(std::move(r));
   }

@@ -100,6 +100,14 @@ const CaseInfo& case_named(const std::string& name) {
   throw Error(cat("unknown bench case '", name, "'"));
 }
 
+Tensor uniform_tensor(Shape shape, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (float& f : v) f = u(gen);
+  return Tensor::from(v, shape);
+}
+
 namespace {
 
 Model tiny_model() {
@@ -108,14 +116,6 @@ Model tiny_model() {
   h = activation(h, "relu");
   h = dense(h, 1);
   return activation(h, "softmax");
-}
-
-Tensor uniform_tensor(Shape shape, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> u(0, 1);
-  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
-  for (float& f : v) f = u(gen);
-  return Tensor::from(v, shape);
 }
 
 Expr cross_entropy(const Expr& y_true, const Expr& y_pred) {
@@ -186,13 +186,20 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
                                const CaseContext& context) {
   PreparedCase c;
   const std::string& n = info.name;
+  // A device backend's case reads its inputs where a GPU program keeps them, on the device
+  // (the epoch cases upload every batch, as glia train does).
+  auto input_on = [&](const std::string& on, const Tensor& t) {
+    if (on != "cuda") return t;
+    c.note = "inputs on the device";
+    return t.to(Device::cuda(0));
+  };
   if (n == "tiny_init" || n == "tiny_predict") {
     BuiltModel built = build(tiny_model(), {.backend = backend});
     auto state = std::make_shared<ModelState>(built.init(0));
     if (n == "tiny_init") {
       c.call = [init = built.init] { init(0); };
     } else {
-      Tensor x = uniform_tensor({2, 18}, 2);
+      Tensor x = input_on(backend, uniform_tensor({2, 18}, 2));
       c.call = [predict = built.predict, state, x] { predict(*state, x); };
     }
     c.call();  // compiles
@@ -201,7 +208,7 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
                  {.backend = backend,
                   .name = "softmax",
                   .compile_options = {.cpu = {.threads = context.threads}}});
-    Tensor x = uniform_tensor({n == "softmax_1k" ? 1000 : 1000000}, 3);
+    Tensor x = input_on(backend, uniform_tensor({n == "softmax_1k" ? 1000 : 1000000}, 3));
     c.call = [f, x] { f(x); };
     c.call();
   } else if (n == "adam_update") {
@@ -227,7 +234,7 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
     std::uint32_t seed = 6;
     for (const auto& [layer, leaves] : held->params)
       for (const auto& [name, t] : leaves)
-        held->grads[layer][name] = uniform_tensor(t.shape(), seed++);
+        held->grads[layer][name] = input_on(backend, uniform_tensor(t.shape(), seed++));
     held->state = init(held->params);
     c.call = [step, held] {
       ParamMap grads = held->grads;  // shared, so never written
@@ -240,7 +247,7 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
   } else if (n == "mlp_predict_b1" || n == "mlp_predict_b128" || n == "mlp_predict_b10000") {
     BuiltModel built = build(cli::mnist_model("mlp"), {.backend = backend});
     auto state = std::make_shared<ModelState>(built.init(0));
-    Tensor x = uniform_tensor({info.batch, 784}, 4);
+    Tensor x = input_on(backend, uniform_tensor({info.batch, 784}, 4));
     c.call = [predict = built.predict, state, x] { predict(*state, x); };
     c.call();
   } else if (info.epoch) {

@@ -48,6 +48,9 @@ struct PreparedCase {
   double time_scale = 1;       // multiplies measured times (a partial epoch -> a whole one)
   std::string note;
 };
+// Uniform [0, 1) f32 values from std::mt19937(seed): the cases' inputs.
+Tensor uniform_tensor(Shape shape, std::uint32_t seed);
+
 // The case named `name`; glia::Error when there is none.
 const CaseInfo& case_named(const std::string& name);
 

@@ -1,15 +1,17 @@
 // The limits of `glia bench`: oneDNN's GEMM rate on a case's own shapes and a triad's
-// memory bandwidth, measured in the run; the bound of each case from them.
+// memory bandwidth, measured in the run, and a device's GEMM rate and copy bandwidth; the
+// bound of each case from them.
 #include "limits.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
 
-#include "glia/core/error.hpp"
+#include "glia/glia.hpp"
 #include "stats.hpp"
 
 #ifdef GLIA_BENCH_ONEDNN
@@ -61,19 +63,49 @@ std::vector<Gemm> step_gemms(const std::string& model, std::int64_t b) {
   return all;
 }
 
-// Seconds of an epoch's GEMMs (full batches, then the remainder), and their FLOPs.
-double epoch_gemm_seconds(const CaseInfo& info, Limits& limits, double& flops) {
+// Seconds of an epoch's GEMMs (full batches, then the remainder) at `seconds_of`, and
+// their FLOPs.
+template <class SecondsOf>
+double epoch_gemm_seconds(const CaseInfo& info, const SecondsOf& seconds_of, double& flops) {
   double seconds = 0;
   flops = 0;
   auto step = [&](std::int64_t rows, double times) {
     for (const Gemm& g : step_gemms(info.model, rows)) {
-      seconds += times * limits.gemm_seconds(g);
+      seconds += times * seconds_of(g);
       flops += times * g.flops();
     }
   };
   step(info.batch, double(kMnistTrain / info.batch));
   if (kMnistTrain % info.batch != 0) step(kMnistTrain % info.batch, 1);
   return seconds;
+}
+
+std::string epoch_gemms_text(const CaseInfo& info) {
+  return cat("the steps' GEMMs", info.model == "cnn"    ? " (convolutions as im2col)"
+                                 : info.model == "lstm" ? " (the recurrent products step by step)"
+                                                        : "");
+}
+
+// The bytes a bandwidth-bound case moves, and what they are; 0 for the others.
+double case_bytes(const CaseInfo& info, std::string& what) {
+  if (info.name == "adam_update") {  // parameters, gradients, both moments; three written back
+    what = "read and written (7 floats a parameter)";
+    return 101770.0 * 4 * 7;
+  }
+  if (info.name == "softmax_1m") {
+    what = "read and written";
+    return 8e6;
+  }
+  return 0;
+}
+
+// The median seconds of `call` over a short measurement.
+double median_seconds(const std::function<void()>& call) {
+  MeasureOptions options;
+  options.warmup_seconds = 0.05;
+  options.time_seconds = 0.2;
+  options.min_samples = 5;
+  return summarize(measure(call, options).per_call).median;
 }
 
 }  // namespace
@@ -98,19 +130,10 @@ double Limits::gemm_seconds(const Gemm& g) {
     auto* p = static_cast<float*>(m->get_data_handle());
     std::fill(p, p + m->get_desc().get_size() / sizeof(float), 0.5f);
   }
-  MeasureOptions options;
-  options.warmup_seconds = 0.05;
-  options.time_seconds = 0.2;
-  options.min_samples = 5;
-  Measurement m = measure(
-      [&] {
-        matmul.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-        stream.wait();
-      },
-      options);
-  double seconds = summarize(m.per_call).median;
-  gemm_[key] = seconds;
-  return seconds;
+  return gemm_[key] = median_seconds([&] {
+           matmul.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+           stream.wait();
+         });
 }
 #else
 bool Limits::measures_gemms() const { return false; }
@@ -171,11 +194,9 @@ Bound bandwidth_bound(double bytes, const std::string& what, Limits& limits) {
 std::optional<Bound> case_bound(const CaseInfo& info, Limits& limits) {
   if (info.epoch && limits.measures_gemms()) {
     double flops = 0;
-    double seconds = epoch_gemm_seconds(info, limits, flops);
-    return Bound{seconds, cat("the steps' GEMMs",
-                              info.model == "cnn"    ? " (convolutions as im2col)"
-                              : info.model == "lstm" ? " (the recurrent products step by step)"
-                                                     : "",
+    double seconds = epoch_gemm_seconds(
+        info, [&](const Gemm& g) { return limits.gemm_seconds(g); }, flops);
+    return Bound{seconds, cat(epoch_gemms_text(info),
                               " at oneDNN's rate on their shapes: ", gflops_text(flops),
                               " GFLOP at ", gflops_text(flops / seconds), " GFLOP/s")};
   }
@@ -188,9 +209,53 @@ std::optional<Bound> case_bound(const CaseInfo& info, Limits& limits) {
     return Bound{seconds, cat("its 2 GEMMs at oneDNN's rate on their shapes: ", gflops_text(flops),
                               " GFLOP at ", gflops_text(flops / seconds), " GFLOP/s")};
   }
-  if (info.name == "adam_update")  // parameters, gradients, both moments; three written back
-    return bandwidth_bound(101770.0 * 4 * 7, "read and written (7 floats a parameter)", limits);
-  if (info.name == "softmax_1m") return bandwidth_bound(8e6, "read and written", limits);
+  std::string what;
+  if (double bytes = case_bytes(info, what); bytes > 0) return bandwidth_bound(bytes, what, limits);
+  return std::nullopt;
+}
+
+double DeviceLimits::gemm_flops_per_second() {
+  if (gemm_ > 0) return gemm_;
+  constexpr std::int64_t n = 8192;
+  auto product = jit([](const Expr& a, const Expr& b) { return matmul(a, b); },
+                     {.backend = backend_, .name = "device_limit_gemm"});
+  const Device device = Device::cuda(0);
+  // Random operands: a product of zeros runs faster than real data does.
+  Tensor a = uniform_tensor({n, n}, 1).to(device);
+  Tensor b = uniform_tensor({n, n}, 2).to(device);
+  return gemm_ = 2.0 * double(n) * double(n) * double(n) / median_seconds([&] { product(a, b); });
+}
+
+double DeviceLimits::copy_bytes_per_second() {
+  if (copy_ > 0) return copy_;
+  constexpr std::int64_t n = std::int64_t{64} << 20;  // 256 MiB of f32
+  Tensor x = Tensor::zeros({n}).to(Device::cuda(0));  // a copy's speed is the data's alone
+  return copy_ = 2.0 * double(n) * 4 / median_seconds([&] { x.clone(); });
+}
+
+std::optional<Bound> device_case_bound(const CaseInfo& info, DeviceLimits& limits) {
+  auto at_gemm_rate = [&](double flops, const std::string& what) {
+    double rate = limits.gemm_flops_per_second();
+    return Bound{flops / rate,
+                 cat(what, ": ", gflops_text(flops), " GFLOP at the device's f32 ", "rate (",
+                     std::lround(rate / 1e11) / 10.0, " TFLOP/s on an 8192^3 product, no TF32)")};
+  };
+  if (info.epoch) {
+    double flops = 0;
+    epoch_gemm_seconds(
+        info, [](const Gemm&) { return 0.0; }, flops);
+    return at_gemm_rate(flops, epoch_gemms_text(info));
+  }
+  if (info.name == "mlp_predict_b10000")
+    return at_gemm_rate(Gemm{info.batch, 784, 128}.flops() + Gemm{info.batch, 128, 10}.flops(),
+                        "its 2 GEMMs");
+  std::string what;
+  if (double bytes = case_bytes(info, what); bytes > 0) {
+    double bw = limits.copy_bytes_per_second();
+    return Bound{bytes / bw,
+                 cat(std::lround(bytes / 1e5) / 10.0, " MB ", what, " at ", std::lround(bw / 1e9),
+                     " GB/s, a 256 MiB device-to-device copy's")};
+  }
   return std::nullopt;
 }
 

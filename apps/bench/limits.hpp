@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "cases.hpp"
 
@@ -44,6 +45,21 @@ class Limits {
   std::map<std::size_t, double> triad_;  // by element count
 };
 
+// A device backend's limits (cuda), measured once through glia on the device: the f32
+// GEMM rate of a large product (8192 x 8192 x 8192 on cuBLASLt, CUBLAS_COMPUTE_32F: no
+// TF32), and the bandwidth of a device-to-device copy of 256 MiB (bytes read plus
+// written). A case's device bound is its FLOPs or bytes at those rates.
+class DeviceLimits {
+ public:
+  explicit DeviceLimits(std::string backend) : backend_(std::move(backend)) {}
+  double gemm_flops_per_second();
+  double copy_bytes_per_second();
+
+ private:
+  std::string backend_;
+  double gemm_ = 0, copy_ = 0;  // 0: not measured yet
+};
+
 struct Bound {
   double seconds = 0;  // per call
   std::string what;    // how it was reached: "5 GEMMs per step, 24.5 GFLOP at 350 GFLOP/s"
@@ -51,5 +67,8 @@ struct Bound {
 // The bound of a case, or nullopt where none applies (calls bound by overhead: tiny
 // models, short softmax, batch-1 predict).
 std::optional<Bound> case_bound(const CaseInfo& info, Limits& limits);
+// The same on a device: FLOPs at the device's large-GEMM rate (training, large predict),
+// bytes at its copy bandwidth (softmax over 1M, the optimizer update).
+std::optional<Bound> device_case_bound(const CaseInfo& info, DeviceLimits& limits);
 
 }  // namespace glia::bench

@@ -90,7 +90,7 @@ void print_case(const CaseResult& r) {
             << pad("max", 12) << pad("memory/call", 13) << pad("allocs/call", 12)
             << (throughput ? pad("images/s", 11) : "")
             << pad(info.jit_case.empty() ? "vs LibTorch" : "vs JIT cpu", 13)
-            << (r.bound ? pad("of bound", 10) : "") << "\n";
+            << (r.bound || r.device_bound ? pad("of bound", 10) : "") << "\n";
   for (const ContenderResult& c : r.contenders) {
     std::cout << pad(c.name, 10, false);
     if (!c.skipped.empty()) {
@@ -107,13 +107,19 @@ void print_case(const CaseResult& r) {
     if (throughput) std::cout << pad(format_count(info.items_per_call / m.median), 11);
     std::optional<double> ratio = ratio_to_peer(r, c);
     std::cout << pad(ratio ? fixed(*ratio, 2) + "x" : "", 13);
-    if (r.bound) std::cout << pad(fixed(100 * r.bound->seconds / m.median, 0) + "%", 10);
+    if (const auto& bound = r.bound_of(c))
+      std::cout << pad(fixed(100 * bound->seconds / m.median, 0) + "%", 10);
+    else if (r.bound || r.device_bound)
+      std::cout << pad("", 10);
     if (!c.note.empty()) std::cout << "  (" << c.note << ")";
     std::cout << "\n";
   }
   if (r.bound)
     std::cout << "bound: " << format_seconds(r.bound->seconds) << " a call (" << r.bound->what
               << "); \"of bound\" = bound / median\n";
+  if (r.device_bound)
+    std::cout << "cuda bound: " << format_seconds(r.device_bound->seconds) << " a call ("
+              << r.device_bound->what << ")\n";
 }
 
 void write_json(const std::string& path, const Settings& s, const Environment& env,
@@ -144,7 +150,7 @@ void write_json(const std::string& path, const Settings& s, const Environment& e
         if (r.info->items_per_call > 0) j["images_per_second"] = r.info->items_per_call / m.median;
         if (std::optional<double> ratio = ratio_to_peer(r, c))
           j[r.info->jit_case.empty() ? "ratio_to_libtorch" : "ratio_to_jit"] = *ratio;
-        if (r.bound) j["fraction_of_bound"] = r.bound->seconds / m.median;
+        if (const auto& bound = r.bound_of(c)) j["fraction_of_bound"] = bound->seconds / m.median;
         if (!c.note.empty()) j["note"] = c.note;
       }
       contenders.push_back(j);
@@ -154,6 +160,8 @@ void write_json(const std::string& path, const Settings& s, const Environment& e
                      {"images_per_call", r.info->items_per_call},
                      {"contenders", contenders}};
     if (r.bound) c["bound"] = {{"seconds", r.bound->seconds}, {"what", r.bound->what}};
+    if (r.device_bound)
+      c["cuda_bound"] = {{"seconds", r.device_bound->seconds}, {"what", r.device_bound->what}};
     cases.push_back(std::move(c));
   }
   nlohmann::json doc{{"settings",
