@@ -195,7 +195,7 @@ int run_bench(Settings s) {
   CaseContext context{.threads = s.threads, .epoch_fraction = s.epoch_fraction, .data = data.get()};
   std::vector<CaseResult> results;
   Limits limits(s.threads);
-  DeviceLimits device_limits("cuda");
+  DeviceLimits device_limits;
   for (const CaseInfo* info : cases) {
     CaseResult r{.info = info};
     std::vector<Contender> contenders;

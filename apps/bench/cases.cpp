@@ -188,8 +188,8 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
   const std::string& n = info.name;
   // A device backend's case reads its inputs where a GPU program keeps them, on the device
   // (the epoch cases upload every batch, as glia train does).
-  auto input_on = [&](const std::string& on, const Tensor& t) {
-    if (on != "cuda") return t;
+  auto placed = [&](const Tensor& t) {
+    if (backend != "cuda") return t;
     c.note = "inputs on the device";
     return t.to(Device::cuda(0));
   };
@@ -199,7 +199,7 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
     if (n == "tiny_init") {
       c.call = [init = built.init] { init(0); };
     } else {
-      Tensor x = input_on(backend, uniform_tensor({2, 18}, 2));
+      Tensor x = placed(uniform_tensor({2, 18}, 2));
       c.call = [predict = built.predict, state, x] { predict(*state, x); };
     }
     c.call();  // compiles
@@ -208,7 +208,7 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
                  {.backend = backend,
                   .name = "softmax",
                   .compile_options = {.cpu = {.threads = context.threads}}});
-    Tensor x = input_on(backend, uniform_tensor({n == "softmax_1k" ? 1000 : 1000000}, 3));
+    Tensor x = placed(uniform_tensor({n == "softmax_1k" ? 1000 : 1000000}, 3));
     c.call = [f, x] { f(x); };
     c.call();
   } else if (n == "adam_update") {
@@ -234,7 +234,7 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
     std::uint32_t seed = 6;
     for (const auto& [layer, leaves] : held->params)
       for (const auto& [name, t] : leaves)
-        held->grads[layer][name] = input_on(backend, uniform_tensor(t.shape(), seed++));
+        held->grads[layer][name] = placed(uniform_tensor(t.shape(), seed++));
     held->state = init(held->params);
     c.call = [step, held] {
       ParamMap grads = held->grads;  // shared, so never written
@@ -247,7 +247,7 @@ PreparedCase prepare_glia_case(const CaseInfo& info, const std::string& backend,
   } else if (n == "mlp_predict_b1" || n == "mlp_predict_b128" || n == "mlp_predict_b10000") {
     BuiltModel built = build(cli::mnist_model("mlp"), {.backend = backend});
     auto state = std::make_shared<ModelState>(built.init(0));
-    Tensor x = input_on(backend, uniform_tensor({info.batch, 784}, 4));
+    Tensor x = placed(uniform_tensor({info.batch, 784}, 4));
     c.call = [predict = built.predict, state, x] { predict(*state, x); };
     c.call();
   } else if (info.epoch) {

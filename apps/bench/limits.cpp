@@ -63,22 +63,16 @@ std::vector<Gemm> step_gemms(const std::string& model, std::int64_t b) {
   return all;
 }
 
-// Seconds of an epoch's GEMMs (full batches, then the remainder) at `seconds_of`, and
-// their FLOPs.
-template <class SecondsOf>
-double epoch_gemm_seconds(const CaseInfo& info, const SecondsOf& seconds_of, double& flops) {
-  double seconds = 0;
-  flops = 0;
-  auto step = [&](std::int64_t rows, double times) {
-    for (const Gemm& g : step_gemms(info.model, rows)) {
-      seconds += times * seconds_of(g);
-      flops += times * g.flops();
-    }
-  };
-  step(info.batch, double(kMnistTrain / info.batch));
-  if (kMnistTrain % info.batch != 0) step(kMnistTrain % info.batch, 1);
-  return seconds;
+// Calls f(gemm, times) for each GEMM shape of an epoch (full batches, then the remainder).
+template <class F>
+void each_epoch_gemm(const CaseInfo& info, const F& f) {
+  for (const Gemm& g : step_gemms(info.model, info.batch)) f(g, double(kMnistTrain / info.batch));
+  if (kMnistTrain % info.batch != 0)
+    for (const Gemm& g : step_gemms(info.model, kMnistTrain % info.batch)) f(g, 1.0);
 }
+
+// Predict's two products at batch b.
+std::vector<Gemm> predict_gemms(std::int64_t b) { return {{b, 784, 128}, {b, 128, 10}}; }
 
 std::string epoch_gemms_text(const CaseInfo& info) {
   return cat("the steps' GEMMs", info.model == "cnn"    ? " (convolutions as im2col)"
@@ -193,16 +187,18 @@ Bound bandwidth_bound(double bytes, const std::string& what, Limits& limits) {
 
 std::optional<Bound> case_bound(const CaseInfo& info, Limits& limits) {
   if (info.epoch && limits.measures_gemms()) {
-    double flops = 0;
-    double seconds = epoch_gemm_seconds(
-        info, [&](const Gemm& g) { return limits.gemm_seconds(g); }, flops);
+    double flops = 0, seconds = 0;
+    each_epoch_gemm(info, [&](const Gemm& g, double times) {
+      seconds += times * limits.gemm_seconds(g);
+      flops += times * g.flops();
+    });
     return Bound{seconds, cat(epoch_gemms_text(info),
                               " at oneDNN's rate on their shapes: ", gflops_text(flops),
                               " GFLOP at ", gflops_text(flops / seconds), " GFLOP/s")};
   }
   if (info.name == "mlp_predict_b10000" && limits.measures_gemms()) {
     double seconds = 0, flops = 0;
-    for (const Gemm& g : {Gemm{info.batch, 784, 128}, Gemm{info.batch, 128, 10}}) {
+    for (const Gemm& g : predict_gemms(info.batch)) {
       seconds += limits.gemm_seconds(g);
       flops += g.flops();
     }
@@ -218,7 +214,7 @@ double DeviceLimits::gemm_flops_per_second() {
   if (gemm_ > 0) return gemm_;
   constexpr std::int64_t n = 8192;
   auto product = jit([](const Expr& a, const Expr& b) { return matmul(a, b); },
-                     {.backend = backend_, .name = "device_limit_gemm"});
+                     {.backend = "cuda", .name = "device_limit_gemm"});
   const Device device = Device::cuda(0);
   // Random operands: a product of zeros runs faster than real data does.
   Tensor a = uniform_tensor({n, n}, 1).to(device);
@@ -237,18 +233,18 @@ std::optional<Bound> device_case_bound(const CaseInfo& info, DeviceLimits& limit
   auto at_gemm_rate = [&](double flops, const std::string& what) {
     double rate = limits.gemm_flops_per_second();
     return Bound{flops / rate,
-                 cat(what, ": ", gflops_text(flops), " GFLOP at the device's f32 ", "rate (",
+                 cat(what, ": ", gflops_text(flops), " GFLOP at the device's f32 rate (",
                      std::lround(rate / 1e11) / 10.0, " TFLOP/s on an 8192^3 product, no TF32)")};
   };
+  double flops = 0;
   if (info.epoch) {
-    double flops = 0;
-    epoch_gemm_seconds(
-        info, [](const Gemm&) { return 0.0; }, flops);
+    each_epoch_gemm(info, [&](const Gemm& g, double times) { flops += times * g.flops(); });
     return at_gemm_rate(flops, epoch_gemms_text(info));
   }
-  if (info.name == "mlp_predict_b10000")
-    return at_gemm_rate(Gemm{info.batch, 784, 128}.flops() + Gemm{info.batch, 128, 10}.flops(),
-                        "its 2 GEMMs");
+  if (info.name == "mlp_predict_b10000") {
+    for (const Gemm& g : predict_gemms(info.batch)) flops += g.flops();
+    return at_gemm_rate(flops, "its 2 GEMMs");
+  }
   std::string what;
   if (double bytes = case_bytes(info, what); bytes > 0) {
     double bw = limits.copy_bytes_per_second();

@@ -13,7 +13,6 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <utility>
 
 #include "cases.hpp"
 
@@ -45,18 +44,16 @@ class Limits {
   std::map<std::size_t, double> triad_;  // by element count
 };
 
-// A device backend's limits (cuda), measured once through glia on the device: the f32
-// GEMM rate of a large product (8192 x 8192 x 8192 on cuBLASLt, CUBLAS_COMPUTE_32F: no
+// The cuda device's limits, measured once through glia on cuda:0 when first asked: the
+// f32 GEMM rate of a large product (8192 x 8192 x 8192 on cuBLASLt, CUBLAS_COMPUTE_32F: no
 // TF32), and the bandwidth of a device-to-device copy of 256 MiB (bytes read plus
 // written). A case's device bound is its FLOPs or bytes at those rates.
 class DeviceLimits {
  public:
-  explicit DeviceLimits(std::string backend) : backend_(std::move(backend)) {}
   double gemm_flops_per_second();
   double copy_bytes_per_second();
 
  private:
-  std::string backend_;
   double gemm_ = 0, copy_ = 0;  // 0: not measured yet
 };
 

@@ -24,6 +24,7 @@ namespace {
 using Dims = std::vector<std::int64_t>;
 using Pass = ConvSpec::Pass;
 using testing::conv_layer_nhwc;
+using testing::has;
 
 // Each pass's ConvSpec, checking there is at most one of each.
 std::map<Pass, const ConvSpec*> passes(const Program& p) {
@@ -40,10 +41,6 @@ std::vector<const ReferenceSpec*> reference_convolutions(const Program& p) {
   for (const ReferenceSpec* r : p.specs<ReferenceSpec>())
     if (r->op == Op::convolution) found.push_back(r);
   return found;
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // The loss sum(conv(x, k) * t) with its value and its gradients by x and k: the forward
