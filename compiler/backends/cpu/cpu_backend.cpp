@@ -85,7 +85,7 @@ class CpuExecutable final : public PlacedExecutable {
     for (const auto& t : profile_->nanoseconds) ns.push_back(t.load());
     std::vector<std::string> texts;
     for (const auto& k : realised_) texts.push_back(k->describe());
-    std::cerr << cpu::profile_text(program_, texts, ns);
+    std::cerr << cpu::profile_text(program_, texts, ns, profile_->runs.load());
   }
 
   const Program& program() const override { return program_; }
@@ -116,6 +116,7 @@ class CpuExecutable final : public PlacedExecutable {
   struct Profile {
     explicit Profile(std::size_t n) : nanoseconds(n) {}
     std::vector<std::atomic<std::int64_t>> nanoseconds;
+    std::atomic<std::int64_t> runs{0};
   };
   std::unique_ptr<Profile> profile_;
   WorkspacePool<Workspace> pool_;
@@ -296,6 +297,7 @@ std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
         if (in_flight[i].kernel != k && in_flight[i].request->test()) await(i--);
     }
     while (!in_flight.empty()) await(0);
+    if (profile_) ++profile_->runs;
     outputs = bind.outputs(inputs, donor != nullptr, [&](ValueId c) {
       return std::get<ConstantAttrs>(g.node(c).attrs).value;
     });

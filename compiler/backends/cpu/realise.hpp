@@ -149,8 +149,9 @@ inline constexpr double kSingleThreadFlops = 1 << 18;
 
 // "2 (OpenMP, shared with oneDNN)": the threads a program runs on, for describe().
 std::string threads_text(int threads);
-// GLIA_CPU_PROFILE's report: each kernel's share of the time, slowest first.
+// GLIA_CPU_PROFILE's report: each kernel's share of the time and its microseconds a run
+// (over `runs` runs), slowest first.
 std::string profile_text(const Program& program, const std::vector<std::string>& realised,
-                         const std::vector<std::int64_t>& nanoseconds);
+                         const std::vector<std::int64_t>& nanoseconds, std::int64_t runs);
 
 }  // namespace glia::detail::cpu

@@ -117,7 +117,7 @@ std::string threads_text(int threads) {
 }
 
 std::string profile_text(const Program& program, const std::vector<std::string>& realised,
-                         const std::vector<std::int64_t>& nanoseconds) {
+                         const std::vector<std::int64_t>& nanoseconds, std::int64_t runs) {
   std::vector<std::size_t> order(nanoseconds.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(),
@@ -125,12 +125,14 @@ std::string profile_text(const Program& program, const std::vector<std::string>&
   double total = 0;
   for (std::int64_t t : nanoseconds) total += double(t);
   std::ostringstream out;
+  const double per_run = 1e3 * double(std::max<std::int64_t>(runs, 1));  // ns -> us a run
   out << "glia cpu profile of '" << program.graph.name() << "': " << total / 1e6
-      << " ms in kernels\n";
+      << " ms in kernels over " << runs << " runs, " << total / per_run << " us a run\n";
   for (std::size_t k : order)
     out << "  " << std::fixed << std::setprecision(1) << std::setw(5)
-        << 100.0 * double(nanoseconds[k]) / std::max(total, 1.0) << "%  "
-        << (program.kernels[k].describe(program.graph) + " -> " + realised[k]).substr(0, 160)
+        << 100.0 * double(nanoseconds[k]) / std::max(total, 1.0) << "% " << std::setw(9)
+        << double(nanoseconds[k]) / per_run << " us  "
+        << (program.kernels[k].describe(program.graph) + " -> " + realised[k]).substr(0, 400)
         << "\n";
   return out.str();
 }

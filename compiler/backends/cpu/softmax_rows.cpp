@@ -9,7 +9,7 @@
 //
 // Numbers as the compiled sweeps give them: NaN-propagating max, the same exp, f32 sums
 // over chunks of 1,024 columns widened into f64, the reciprocal and product in f32.
-// Longer rows keep the sweeps, which threads split within a row.
+// Longer rows run in softmax_long.cpp, which threads split within a row.
 #include <immintrin.h>
 
 // GCC 12's _mm512_max_ps passes an undefined vector as its (unused) merge source.
@@ -23,6 +23,7 @@
 #include "aot/emitter.hpp"
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/realise.hpp"
+#include "backends/cpu/softmax_rows.hpp"
 #include "backends/cpu/spin_team.hpp"
 #include "backends/cpu/vector_exp.h"
 
@@ -33,14 +34,8 @@ namespace {
 using Code = FusedSpec::Code;
 using Instr = FusedSpec::Instr;
 
-// Rows longer than this keep the sweeps, whose threads split a row.
+// Longer rows go to softmax_long.cpp (or keep the sweeps, whose threads split a row).
 constexpr std::int64_t kMaxCols = 16384;
-
-// Where the four sweeps read and write, and the rows' shape.
-struct SoftmaxRowsSpec {
-  ValueId x = 0, max = 0, e = 0, sum = 0, numerator = 0, reciprocal = 0, y = 0;
-  std::int64_t numerator_offset = 0, rows = 1, cols = 1;
-};
 
 // The sweep's one instruction of this code (and op, for computations), or null.
 const Instr* only(const FusedSpec::Sweep& s, Code code, Op op = Op::add) {
@@ -99,7 +94,7 @@ std::optional<SoftmaxRowsSpec> match_softmax_rows(const FusedSpec& f) {
   if (s0.reductions.size() != 1 || s0.reductions[0].extents.empty()) return std::nullopt;
   m.cols = s0.reductions[0].extents.back().size;
   m.rows = s0.reductions[0].numel;
-  if (m.cols < 1 || m.cols > kMaxCols || !row_reduction(s0, Op::reduce_max, m.rows, m.cols) ||
+  if (m.cols < 1 || !row_reduction(s0, Op::reduce_max, m.rows, m.cols) ||
       !row_reduction(s1, Op::reduce_sum, m.rows, m.cols))
     return std::nullopt;
   // max: load x, reduce.
@@ -347,7 +342,11 @@ std::unique_ptr<CpuKernel> realise_softmax_rows(const Kernel& kernel) {
   if (vector_isa() == VectorIsa::baseline) return nullptr;  // the sweeps' own loops
   std::optional<SoftmaxRowsSpec> s = match_softmax_rows(std::get<FusedSpec>(kernel.spec));
   if (!s) return nullptr;
-  return std::make_unique<SoftmaxRowsKernel>(*s);
+  if (s->cols <= kMaxCols) return std::make_unique<SoftmaxRowsKernel>(*s);
+  // The long rows' kernel leaves the exponentials unwritten: only where they stay inside.
+  if (std::find(kernel.outputs.begin(), kernel.outputs.end(), s->e) != kernel.outputs.end())
+    return nullptr;
+  return make_softmax_long(*s);
 }
 
 }  // namespace glia::detail::cpu

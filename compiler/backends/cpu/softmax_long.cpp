@@ -1,0 +1,211 @@
+// Softmax over long rows (more than 16,384 columns) in two passes over memory, where the
+// sweeps make three (max | exp stored and summed | exp * reciprocal) and, on a row of a
+// million floats, move 20 bytes an element against a triad's 8.
+//
+// Pass 1 takes the row in blocks of 4,096 columns, each in L1 once read: the block's max
+// m_b, then e = exp(x - m_b) written where the result goes, summed. Between the passes,
+// per row: M = max m_b, S = sum over blocks of s_b exp(m_b - M) (f64), the reciprocal
+// numerator / S, and each block's factor c_b = exp(m_b - M) * reciprocal. Pass 2 scales
+// each block by its factor in place. One exp an element, as the sweeps; threads split the
+// blocks of every row. The result is exp(x - m_b) * c_b, not the sweeps' exp(x - M) * r:
+// a few ulps apart. The exponentials are never written as such, so this kernel runs only
+// where no other kernel reads them (softmax_rows.cpp checks); the max, the sum and the
+// reciprocal are written.
+//
+// Special values as the sweeps give them: NaN in a row makes the row NaN; a row of -inf
+// is NaN (-inf - -inf); +inf makes its row NaN (inf - inf in its block's sum); a block of
+// -inf in a finite row is 0.
+#include <immintrin.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/fused_program.hpp"
+#include "backends/cpu/realise.hpp"
+#include "backends/cpu/softmax_rows.hpp"
+#include "backends/cpu/spin_team.hpp"
+
+namespace glia::detail::cpu {
+
+namespace {
+
+constexpr std::int64_t kBlock = 4096;
+
+// exp(x) for x <= 0 or NaN (x - the block's max), flushing results below 2^-126 to 0 as
+// the runs' FTZ does: vector_exp.h's reduction and polynomial (within 1.01 ulp), with n
+// rounded by adding 1.5 * 2^23 and 2^n built from that sum's low bits in one step, and
+// no upper clamp. On a row of a million floats the exponentials were ~60% of the time;
+// this is 16 vector operations to vector_exp.h's 22.
+__attribute__((target("avx2,fma"))) inline __m256 exp8_nonpositive(__m256 x) {
+  const __m256 magic = _mm256_set1_ps(12582912.f);  // 1.5 * 2^23: adding it rounds
+  x = _mm256_max_ps(_mm256_set1_ps(-88.f), x);      // -inf -> 0; NaN (second) passes
+  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+  const __m256 n = _mm256_sub_ps(t, magic);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  // t's bits end in n (two's complement): + 127 and << 23 make 2^n, 0 for n = -127.
+  const __m256i scale = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
+}
+
+// A block after pass 1: its max, its exponentials' sum, NaN met; then its factor.
+struct Block {
+  float max = 0;
+  bool nan = false;
+  double sum = 0;
+  float factor = 0;
+  bool fill = false;  // pass 2 writes `factor` over the block (NaN rows, blocks of -inf)
+};
+
+__attribute__((target("avx2,fma"))) Block exp_block(const float* x, float* y, std::int64_t n) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::int64_t whole = n - n % 8;
+  __m256 m0 = _mm256_set1_ps(-inf), m1 = m0, nan = _mm256_setzero_ps();
+  std::int64_t j = 0;
+  for (; j + 16 <= whole; j += 16) {
+    const __m256 a = _mm256_loadu_ps(x + j), b = _mm256_loadu_ps(x + j + 8);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+    m0 = _mm256_max_ps(m0, a), m1 = _mm256_max_ps(m1, b);
+  }
+  for (; j < whole; j += 8) {
+    const __m256 a = _mm256_loadu_ps(x + j);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+    m0 = _mm256_max_ps(m0, a);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_max_ps(m0, m1));
+  Block b;
+  b.max = -inf;
+  for (float v : lanes) b.max = std::max(b.max, v);
+  b.nan = _mm256_movemask_ps(nan) != 0;
+  for (std::int64_t k = whole; k < n; ++k) {
+    b.nan = b.nan || std::isnan(x[k]);
+    b.max = std::max(b.max, x[k]);
+  }
+  if (b.nan || b.max == -inf) return b;  // pass 2 fills it
+  const __m256 mv = _mm256_set1_ps(b.max);
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+  for (j = 0; j + 16 <= whole; j += 16) {
+    const __m256 a = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv));
+    const __m256 c = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), mv));
+    _mm256_storeu_ps(y + j, a), _mm256_storeu_ps(y + j + 8, c);
+    s0 = _mm256_add_ps(s0, a), s1 = _mm256_add_ps(s1, c);
+  }
+  for (; j < whole; j += 8) {
+    const __m256 a = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv));
+    _mm256_storeu_ps(y + j, a);
+    s0 = _mm256_add_ps(s0, a);
+  }
+  if (j < n) {  // the row's last columns, through a vector padded with -inf (exp 0)
+    alignas(32) float tail[8];
+    for (std::int64_t k = 0; k < 8; ++k) tail[k] = j + k < n ? x[j + k] : -inf;
+    _mm256_store_ps(tail, exp8_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), mv)));
+    for (std::int64_t k = 0; j + k < n; ++k) y[j + k] = tail[k];
+    s0 = _mm256_add_ps(s0, _mm256_load_ps(tail));
+  }
+  _mm256_store_ps(lanes, _mm256_add_ps(s0, s1));
+  for (float v : lanes) b.sum += v;
+  return b;
+}
+
+__attribute__((target("avx2,fma"))) void scale_block(const Block& b, float* y, std::int64_t n) {
+  const __m256 f = _mm256_set1_ps(b.factor);
+  std::int64_t j = 0;
+  if (b.fill) {
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, f);
+  } else {
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(y + j), f));
+  }
+  for (; j < n; ++j) y[j] = b.fill ? b.factor : y[j] * b.factor;
+}
+
+class SoftmaxLongKernel final : public CpuKernel {
+ public:
+  explicit SoftmaxLongKernel(const SoftmaxRowsSpec& spec) : spec_(spec) {}
+
+  void run(RunContext& ctx) const override {
+    const SoftmaxRowsSpec& s = spec_;
+    const std::int64_t per_row = (s.cols + kBlock - 1) / kBlock, total = s.rows * per_row;
+    const float* x = ctx.at<const float>(s.x);
+    float* y = ctx.at<float>(s.y);
+    std::vector<Block> blocks(static_cast<std::size_t>(total));
+    auto columns = [&](std::int64_t t) {  // block t's first column and count, row-major
+      const std::int64_t c0 = (t % per_row) * kBlock;
+      return std::pair{(t / per_row) * s.cols + c0, std::min(kBlock, s.cols - c0)};
+    };
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+#else
+    const int threads = 1;
+#endif
+    const int parts = static_cast<int>(std::min<std::int64_t>(threads, total));
+    auto each_block = [&](auto&& f) {
+      run_parts(ctx.team, parts, [&](std::int64_t p) {
+        for (std::int64_t t = total * p / parts; t < total * (p + 1) / parts; ++t) f(t);
+      });
+    };
+    each_block([&](std::int64_t t) {
+      auto [at, n] = columns(t);
+      blocks[std::size_t(t)] = exp_block(x + at, y + at, n);
+    });
+    const float numerator = ctx.at<const float>(s.numerator)[s.numerator_offset];
+    for (std::int64_t r = 0; r < s.rows; ++r) finish_row(&blocks[std::size_t(r * per_row)],
+                                                         per_row, numerator, ctx, r);
+    each_block([&](std::int64_t t) {
+      auto [at, n] = columns(t);
+      scale_block(blocks[std::size_t(t)], y + at, n);
+    });
+  }
+
+  bool uses_openmp() const override { return false; }
+
+  std::string describe() const override {
+    return cat("glia softmax long rows (", spec_.rows, " x ", spec_.cols, ", two passes)");
+  }
+
+ private:
+  // The row's max, sum and reciprocal, and its blocks' factors.
+  void finish_row(Block* b, std::int64_t n, float numerator, RunContext& ctx,
+                  std::int64_t row) const {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    float max = -inf;
+    bool any_nan = false;
+    for (std::int64_t i = 0; i < n; ++i) any_nan = any_nan || b[i].nan, max = std::max(max, b[i].max);
+    double sum = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      if (b[i].max != -inf) sum += b[i].sum * std::exp(double(b[i].max) - double(max));
+    if (any_nan) max = nan;
+    if (any_nan || max == -inf) sum = nan;  // the sweeps' exp(-inf - -inf) = NaN
+    ctx.at<float>(spec_.max)[row] = max;
+    const float s = ctx.at<float>(spec_.sum)[row] = static_cast<float>(sum);
+    const float reciprocal = ctx.at<float>(spec_.reciprocal)[row] = numerator / s;
+    for (std::int64_t i = 0; i < n; ++i) {
+      b[i].fill = any_nan || b[i].max == -inf;
+      b[i].factor = std::isnan(reciprocal) ? nan
+                    : b[i].fill            ? 0.f
+                                           : static_cast<float>(std::exp(double(b[i].max) -
+                                                                         double(max)) *
+                                                                reciprocal);
+    }
+  }
+
+  SoftmaxRowsSpec spec_;
+};
+
+}  // namespace
+
+std::unique_ptr<CpuKernel> make_softmax_long(const SoftmaxRowsSpec& spec) {
+  return std::make_unique<SoftmaxLongKernel>(spec);
+}
+
+}  // namespace glia::detail::cpu
