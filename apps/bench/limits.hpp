@@ -29,7 +29,7 @@ struct Gemm {
 class Limits {
  public:
   explicit Limits(int threads) : threads_(threads) {}
-  // Seconds per call of oneDNN's f32 matmul on the shape (the median of repeated calls,
+  // Seconds per call of oneDNN's f32 matmul on the shape (the fastest of repeated calls,
   // measured once per shape); 0 where glia was built without oneDNN.
   double gemm_seconds(const Gemm& g);
   // Bytes per second of a[i] = b[i] + s * c[i] on the bench's threads over three arrays of

@@ -9,7 +9,7 @@
 //
 // Numbers as the compiled sweeps give them: NaN-propagating max, the same exp, f32 sums
 // over chunks of 1,024 columns widened into f64, the reciprocal and product in f32.
-// Longer rows run in softmax_long.cpp, which threads split within a row.
+// Longer rows run in softmax_long.cpp on AVX2, which threads split within a row.
 #include <immintrin.h>
 
 // GCC 12's _mm512_max_ps passes an undefined vector as its (unused) merge source.
@@ -344,7 +344,11 @@ std::unique_ptr<CpuKernel> realise_softmax_rows(const Kernel& kernel) {
   if (!s) return nullptr;
   if (s->cols <= kMaxCols) return std::make_unique<SoftmaxRowsKernel>(*s);
   // The long rows' kernel leaves the exponentials unwritten: only where they stay inside.
-  if (std::find(kernel.outputs.begin(), kernel.outputs.end(), s->e) != kernel.outputs.end())
+  // And only on AVX2: its exponentials are 8 lanes wide, where they cost more than the
+  // memory traffic it saves; with AVX-512 the sweeps' 16-lane ones kept softmax over 1M
+  // at 92% of the triad's bandwidth (README), and the kernel has not been measured there.
+  if (std::find(kernel.outputs.begin(), kernel.outputs.end(), s->e) != kernel.outputs.end() ||
+      vector_isa() != VectorIsa::avx2)
     return nullptr;
   return make_softmax_long(*s);
 }
