@@ -1,6 +1,8 @@
-// The `cpu` backend's max pooling against the interpreter: window_max on oneDNN's
-// pooling and select_and_scatter on its own first-maximum loop, over channels-last and
-// channels-first layouts, strides, padding, overlapping windows and ties.
+// The `cpu` backend's max pooling against the interpreter: window_max on glia's own
+// channels-last loop (windows that neither overlap nor leave the input) or oneDNN's
+// pooling, and select_and_scatter on its own first-maximum loop, over channels-last and
+// channels-first layouts, strides, padding, overlapping windows, ties and NaN.
+#include <cmath>
 #include <limits>
 #include <map>
 #include <string>
@@ -18,6 +20,9 @@ struct PoolCase {
   Ints window;
   WindowOptions o;
 };
+
+// Cases whose windows glia's channels-last loop pools (the others go to oneDNN).
+bool glia_pools(const std::string& name) { return name.rfind("nhwc_", 0) == 0 || name == "3d"; }
 
 std::vector<PoolCase> pool_cases() {
   return {
@@ -80,6 +85,9 @@ TEST(CpuPool, MaxPoolAndItsGradientMatchInterp) {
       EXPECT_EQ(kinds[PoolSpec::Kind::max], 1) << exe->describe();
       EXPECT_EQ(kinds[PoolSpec::Kind::max_backward], 1) << exe->describe();
       EXPECT_TRUE(reference_ops(*exe).empty()) << exe->describe();
+      EXPECT_EQ(exe->describe().find("-> glia max loop (channels-last)") != std::string::npos,
+                glia_pools(c.name))
+          << exe->describe();
     }
 }
 
@@ -165,8 +173,17 @@ TEST(CpuPool, NaNsAndTiesPickTheFirstMaximumInEveryChannel) {
   for (const char* isa : kIsas) {
     ScopedEnv cap("GLIA_CPU_ISA", isa);
     SCOPED_TRACE(isa);
-    Tensor grad = compile_graph(g, "cpu")->run(args)[1];
-    expect_tensor(grad, f32, {1, 2, 2, kChannels}, want);
+    std::vector<Tensor> out = compile_graph(g, "cpu")->run(args);
+    expect_tensor(out[1], f32, {1, 2, 2, kChannels}, want);
+    // The maxima themselves: the winner's value, NaN where a NaN won.
+    const float* y = out[0].data<float>();
+    for (int ch = 0; ch < kChannels; ++ch) {
+      const float v = x[std::size_t(winner[std::size_t(ch)] * kChannels + ch)];
+      if (std::isnan(v))
+        EXPECT_TRUE(std::isnan(y[ch])) << "channel " << ch;
+      else
+        EXPECT_EQ(y[ch], v) << "channel " << ch;
+    }
   }
 }
 
