@@ -245,7 +245,13 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         body += def(DType::boolean, lowering::computed_value(in, a, b, c, "", "export"));
         break;
       case Code::store:
-        body += cat(e.ptr(in.value), "[", flat_expr(nest), "] = ", a, ";\n");
+        if (in.dtype == DType::boolean)
+          // Written as bytes, as they are read: GCC 12 vectorises no loop that stores a
+          // _Bool computed from wider types (the dropout mask from its uniform floats).
+          body += cat("((unsigned char*)", e.ptr(in.value), ")[", flat_expr(nest),
+                      "] = (unsigned char)", a, ";\n");
+        else
+          body += cat(e.ptr(in.value), "[", flat_expr(nest), "] = ", a, ";\n");
         break;
       case Code::reduce: {
         const Acc& acc = accs[std::size_t(in.reduction)];
