@@ -199,9 +199,13 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   for (const FusedSpec::Instr& in : s.code) {
     const std::size_t mark = body.size();
     const std::string d = in.dst >= 0 ? cat("r", in.dst) : "";
+    // Bool registers are ints holding 0 or 1 (every bool value is made as one: comparisons,
+    // casts to bool, mask bytes read != 0): GCC 12 vectorises no loop with a _Bool
+    // register beside floats ("no vectype"; the loss gradient's selects on comparisons).
     auto def = [&](DType t, const std::string& value) {
-      reg_type[std::size_t(in.dst)] = c_type(t);
-      return cat("const ", c_type(t), " ", d, " = ", value, ";\n");
+      const std::string type = t == DType::boolean ? "int" : c_type(t);
+      reg_type[std::size_t(in.dst)] = type;
+      return cat("const ", type, " ", d, " = ", value, ";\n");
     };
     const std::string a = cat("r", in.a), b = cat("r", in.b), c = cat("r", in.c);
     switch (in.code) {

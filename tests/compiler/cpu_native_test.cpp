@@ -105,7 +105,8 @@ TEST(CpuNative, BoolMasksReadAndWrittenRunCompiled) {
   x[5] = std::nanf("");  // NaN compares false: not below the rate
   for (const Graph* g : {&apply, &make}) {
     auto exe = on_cpu(*g, 2);
-    EXPECT_EQ(count_text(exe->describe(), "compiled C"), 1) << exe->describe();
+    EXPECT_EQ(count_text(exe->describe(), "compiled C ("), 1) << exe->describe();
+    EXPECT_EQ(count_text(exe->describe(), "tile executor"), 0) << exe->describe();
   }
   Tensor got = on_cpu(apply, 2)->run(std::vector{
       Tensor::from<std::uint8_t>(mask).cast(DType::boolean), Tensor::from<float>(x)})[0];
@@ -116,6 +117,36 @@ TEST(CpuNative, BoolMasksReadAndWrittenRunCompiled) {
     const float u = std::min(std::max(x[std::size_t(i)] * 0.5f + 0.25f, 0.0f), 1.0f);
     ASSERT_EQ(made.data<std::uint8_t>()[i], i != 5 && u < 0.5f ? 1 : 0) << i;
   }
+}
+
+// Comparisons feeding selects and a cast beside floats, over rows of 10, stored and summed
+// into the columns' totals (the cross-entropy gradient's last sweep): bool registers are ints, so the loop vectorises
+// and runs compiled (with _Bool registers GCC 12 left it scalar, on the tile executor).
+TEST(CpuNative, SelectsOnComparisonsRunCompiled) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("compare_select");
+  constexpr std::int64_t kRows = 4096, kCols = 10;
+  Graph g = trace(
+      [](const std::vector<Expr>& in) {
+        Expr scale = broadcast_to(reduce_max(in[1], {1}, true), {kRows, kCols});  // a row's
+        Expr p = max(in[0] * scale, 1e-7);
+        Expr slope = select(greater(p, 1e-7), 1.0, select(equal(p, 1e-7), 0.5, 0.0));
+        Expr v = in[1] / p * slope * scale + cast(equal(in[1], scale), f32) * 0.25;
+        return std::vector<Expr>{v, sum(v, {0})};
+      },
+      {{f32, {kRows, kCols}}, {f32, {kRows, kCols}}}, "compare_select");
+  std::vector<float> x(std::size_t(kRows * kCols)), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = i % 7 == 0 ? 1e-7f : float(i % 11) / 10.0f;  // 0, the clamp itself, above it
+    y[i] = float(i % 5) - 2.0f;
+  }
+  std::vector<Tensor> in{Tensor::from<float>(x, Shape{kRows, kCols}),
+                         Tensor::from<float>(y, Shape{kRows, kCols})};
+  auto exe = on_cpu(g, 2);
+  EXPECT_EQ(count_text(exe->describe(), "compiled C ("), 1) << exe->describe();  // every sweep
+  EXPECT_EQ(count_text(exe->describe(), "tile executor"), 0) << exe->describe();
+  expect_close(exe->run(in), interpret(g, in), 1e-5, 1e-6);
 }
 
 // exp in a compiled sweep: with AVX2 and FMA, glia's own vector variants (a polynomial,
