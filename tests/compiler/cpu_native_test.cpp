@@ -120,8 +120,9 @@ TEST(CpuNative, BoolMasksReadAndWrittenRunCompiled) {
 }
 
 // Comparisons feeding selects and a cast beside floats, over rows of 10, stored and summed
-// into the columns' totals (the cross-entropy gradient's last sweep): bool registers are ints, so the loop vectorises
-// and runs compiled (with _Bool registers GCC 12 left it scalar, on the tile executor).
+// into the columns' totals (the cross-entropy gradient's last sweep): bool registers are
+// ints, so the loop vectorises and runs compiled (with _Bool registers GCC 12 left it
+// scalar, on the tile executor).
 TEST(CpuNative, SelectsOnComparisonsRunCompiled) {
   GLIA_REQUIRE_CPU_BACKEND();
   GLIA_REQUIRE_C_COMPILER();

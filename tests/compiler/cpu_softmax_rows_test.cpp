@@ -164,8 +164,7 @@ TEST(CpuSoftmaxRows, OtherAxesAndReadExponentialsKeepTheSweeps) {
     EXPECT_EQ(count_kernels(*exe, "fused"), 1) << exe->describe();
   }
   expect_cpu_matches_interp(softmax_graph({6, 40}, 0), {seeded({6, 40}, f32, -3, 3, 2)});
-  expect_cpu_matches_interp(softmax_and_exp_graph({2, 16385}),
-                            {seeded({2, 16385}, f32, -3, 3, 4)});
+  expect_cpu_matches_interp(softmax_and_exp_graph({2, 16385}), {seeded({2, 16385}, f32, -3, 3, 4)});
 }
 
 }  // namespace

@@ -29,8 +29,7 @@ struct ChannelsLastWindows {
 
 // The geometry of p's windows over `x` (N, C, up to 3 spatial axes), pooled into
 // `pooled`, where both are channels-last and the windows neither overlap nor leave x.
-std::optional<ChannelsLastWindows> channels_last_windows(const PoolSpec& p,
-                                                         const StridedView& x,
+std::optional<ChannelsLastWindows> channels_last_windows(const PoolSpec& p, const StridedView& x,
                                                          const StridedView& pooled) {
   const std::size_t spatial = p.window.size();
   if (spatial > 3 || x.dims.size() != spatial + 2 || pooled.dims.size() != spatial + 2 ||

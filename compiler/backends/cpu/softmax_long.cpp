@@ -52,8 +52,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8_nonpositive(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
   // t's bits end in n (two's complement): + 127 and << 23 make 2^n, 0 for n = -127.
-  const __m256i scale = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
+  const __m256i scale =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
 }
 
@@ -158,8 +158,8 @@ class SoftmaxLongKernel final : public CpuKernel {
       blocks[std::size_t(t)] = exp_block(x + at, y + at, n);
     });
     const float numerator = ctx.at<const float>(s.numerator)[s.numerator_offset];
-    for (std::int64_t r = 0; r < s.rows; ++r) finish_row(&blocks[std::size_t(r * per_row)],
-                                                         per_row, numerator, ctx, r);
+    for (std::int64_t r = 0; r < s.rows; ++r)
+      finish_row(&blocks[std::size_t(r * per_row)], per_row, numerator, ctx, r);
     each_block([&](std::int64_t t) {
       auto [at, n] = columns(t);
       scale_block(blocks[std::size_t(t)], y + at, n);
@@ -180,7 +180,8 @@ class SoftmaxLongKernel final : public CpuKernel {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     float max = -inf;
     bool any_nan = false;
-    for (std::int64_t i = 0; i < n; ++i) any_nan = any_nan || b[i].nan, max = std::max(max, b[i].max);
+    for (std::int64_t i = 0; i < n; ++i)
+      any_nan = any_nan || b[i].nan, max = std::max(max, b[i].max);
     double sum = 0;
     for (std::int64_t i = 0; i < n; ++i)
       if (b[i].max != -inf) sum += b[i].sum * std::exp(double(b[i].max) - double(max));
@@ -192,10 +193,9 @@ class SoftmaxLongKernel final : public CpuKernel {
     for (std::int64_t i = 0; i < n; ++i) {
       b[i].fill = any_nan || b[i].max == -inf;
       b[i].factor = std::isnan(reciprocal) ? nan
-                    : b[i].fill            ? 0.f
-                                           : static_cast<float>(std::exp(double(b[i].max) -
-                                                                         double(max)) *
-                                                                reciprocal);
+                    : b[i].fill
+                        ? 0.f
+                        : static_cast<float>(std::exp(double(b[i].max) - double(max)) * reciprocal);
     }
   }
 
