@@ -54,7 +54,6 @@ std::string chunk_part_name(std::size_t ri, int u) { return cat("part", ri, "_",
 SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool ranged) {
   const Nest nest = make_nest(s);
   const std::size_t levels = nest.extent.size();
-  std::vector<std::string> reg_type(std::size_t(s.registers));
   std::set<ValueId> keys;  // random keys read before the loops
   std::string pre, body;
   // Reductions: where each accumulates (level at which a local starts, or levels: array).
@@ -203,9 +202,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     // casts to bool, mask bytes read != 0): GCC 12 vectorises no loop with a _Bool
     // register beside floats ("no vectype"; the loss gradient's selects on comparisons).
     auto def = [&](DType t, const std::string& value) {
-      const std::string type = t == DType::boolean ? "int" : c_type(t);
-      reg_type[std::size_t(in.dst)] = type;
-      return cat("const ", type, " ", d, " = ", value, ";\n");
+      return cat("const ", t == DType::boolean ? "int" : c_type(t), " ", d, " = ", value, ";\n");
     };
     const std::string a = cat("r", in.a), b = cat("r", in.b), c = cat("r", in.c);
     switch (in.code) {
@@ -222,17 +219,15 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
           pre += def(in.dtype, element_literal(*constant, in.view.offset));
         else if (in.view.scalar())
           pre += def(in.dtype, cat(p, "[", lit(in.view.offset), "]"));
-        else if (in.dtype == DType::boolean)
-          // Read as bytes: GCC 12 vectorises no loop that loads a _Bool beside wider types
-          // (the dropout mask's select), while a byte compared with 0 is a plain vector op.
-          body +=
-              def(in.dtype,
-                  cat("((const unsigned char*)", p, ")[",
-                      offset_expr(nest, in.view.dims, in.view.strides, in.view.offset), "] != 0"));
-        else
-          body += def(
-              in.dtype,
-              cat(p, "[", offset_expr(nest, in.view.dims, in.view.strides, in.view.offset), "]"));
+        else {
+          // Bools are read and stored as bytes: GCC 12 vectorises no loop that loads or
+          // stores a _Bool beside wider types (the dropout mask's select, the mask itself),
+          // while a byte compared with 0, or a byte cast from 0 or 1, is a plain vector op.
+          const std::string at = offset_expr(nest, in.view.dims, in.view.strides, in.view.offset);
+          body += def(in.dtype, in.dtype == DType::boolean
+                                    ? cat("((const unsigned char*)", p, ")[", at, "] != 0")
+                                    : cat(p, "[", at, "]"));
+        }
         break;
       }
       case Code::iota:
@@ -249,9 +244,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         body += def(DType::boolean, lowering::computed_value(in, a, b, c, "", "export"));
         break;
       case Code::store:
-        if (in.dtype == DType::boolean)
-          // Written as bytes, as they are read: GCC 12 vectorises no loop that stores a
-          // _Bool computed from wider types (the dropout mask from its uniform floats).
+        if (in.dtype == DType::boolean)  // as bytes (see Code::load)
           body += cat("((unsigned char*)", e.ptr(in.value), ")[", flat_expr(nest),
                       "] = (unsigned char)", a, ";\n");
         else

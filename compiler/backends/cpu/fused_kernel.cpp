@@ -204,11 +204,7 @@ class FusedKernel final : public CpuKernel {
 
   void run(RunContext& ctx) const override {
     fused::Bindings b{ctx.values};
-#ifdef _OPENMP
-    const int threads = omp_get_max_threads();
-#else
-    const int threads = 1;
-#endif
+    const int threads = run_threads();
     for (std::size_t i = 0; i < sweeps_.size(); ++i) {
       const fused::NativeFn fn = published_[i].load(std::memory_order_acquire);
       if (fn == nullptr) {

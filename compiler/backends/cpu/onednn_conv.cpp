@@ -73,8 +73,7 @@ bool winograd_fits(const ConvSpec& p) {
   for (std::size_t i = 0; i < 2; ++i)
     if (p.strides[i] != 1 || p.dilations[i] != 1) return false;
   if (!bias_then_activations(p.epilogue)) return false;
-  const auto& d = p.dst.dims;  // [batch, out, h, w]
-  return d[0] * d[1] * d[2] * d[3] * w[1] * 9 >= kWinogradWork;
+  return multiply_adds(p) >= kWinogradWork;
 }
 
 bool leads_with_bias(const EpilogueSpec& e) {

@@ -27,6 +27,12 @@ struct ChannelsLastWindows {
   std::int64_t channels = 0;
 };
 
+std::int64_t numel_of(const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) n *= d;
+  return n;
+}
+
 // The geometry of p's windows over `x` (N, C, up to 3 spatial axes), pooled into
 // `pooled`, where both are channels-last and the windows neither overlap nor leave x.
 std::optional<ChannelsLastWindows> channels_last_windows(const PoolSpec& p, const StridedView& x,
@@ -119,7 +125,7 @@ class MaxPoolChannelsLastKernel final : public CpuKernel {
         images_(p.input.dims[0]),
         x_image_(p.input.strides[0]),
         out_image_(p.output.strides[0]),
-        numel_(shape_numel(p.input.dims)),
+        numel_(numel_of(p.input.dims)),
         windows_(std::move(windows)) {}
 
   void run(RunContext& ctx) const override {
@@ -132,11 +138,6 @@ class MaxPoolChannelsLastKernel final : public CpuKernel {
   std::string describe() const override { return "glia max loop (channels-last)"; }
 
  private:
-  static std::int64_t shape_numel(const std::vector<std::int64_t>& dims) {
-    std::int64_t n = 1;
-    for (std::int64_t d : dims) n *= d;
-    return n;
-  }
   using ImageFn = void (*)(const ChannelsLastWindows&, const float*, float*);
   ValueId x_, out_;
   std::int64_t images_, x_image_, out_image_, numel_;
@@ -181,8 +182,7 @@ class MaxPoolBackwardKernel final : public CpuKernel {
       window_[i] = p.window[i], stride_[i] = p.strides[i];
       dilation_[i] = p.dilations[i], pad_[i] = p.padding_low[i];
     }
-    numel_ = 1;
-    for (std::int64_t d : p.output.dims) numel_ *= d;
+    numel_ = numel_of(p.output.dims);
     channels_ = in_dims_[1];
     positions_ = window_[0] * window_[1] * window_[2];
     // Windows that never share an element are written, not accumulated; when they also

@@ -19,12 +19,13 @@
 
 #include <cmath>
 #include <limits>
-#include <vector>
+#include <new>
 
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/realise.hpp"
 #include "backends/cpu/softmax_rows.hpp"
 #include "backends/cpu/spin_team.hpp"
+#include "backends/cpu/vector_exp.h"
 
 namespace glia::detail::cpu {
 
@@ -42,15 +43,7 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8_nonpositive(__m256 x) {
   x = _mm256_max_ps(_mm256_set1_ps(-88.f), x);      // -inf -> 0; NaN (second) passes
   const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
   const __m256 n = _mm256_sub_ps(t, magic);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  GLIA_EXP_POLY(_mm256, __m256)
   // t's bits end in n (two's complement): + 127 and << 23 make 2^n, 0 for n = -127.
   const __m256i scale =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
@@ -62,6 +55,7 @@ struct Block {
   float max = 0;
   bool nan = false;
   double sum = 0;
+  double scale = 0;  // exp(max - the row's max)
   float factor = 0;
   bool fill = false;  // pass 2 writes `factor` over the block (NaN rows, blocks of -inf)
 };
@@ -130,24 +124,25 @@ __attribute__((target("avx2,fma"))) void scale_block(const Block& b, float* y, s
 
 class SoftmaxLongKernel final : public CpuKernel {
  public:
-  explicit SoftmaxLongKernel(const SoftmaxRowsSpec& spec) : spec_(spec) {}
+  explicit SoftmaxLongKernel(const SoftmaxRowsSpec& spec)
+      : spec_(spec), per_row_((spec.cols + kBlock - 1) / kBlock) {}
+
+  // The blocks' records, in the run's scratchpad.
+  std::size_t scratchpad_bytes() const override {
+    return std::size_t(spec_.rows * per_row_) * sizeof(Block);
+  }
 
   void run(RunContext& ctx) const override {
     const SoftmaxRowsSpec& s = spec_;
-    const std::int64_t per_row = (s.cols + kBlock - 1) / kBlock, total = s.rows * per_row;
+    const std::int64_t per_row = per_row_, total = s.rows * per_row;
     const float* x = ctx.at<const float>(s.x);
     float* y = ctx.at<float>(s.y);
-    std::vector<Block> blocks(static_cast<std::size_t>(total));
+    Block* blocks = static_cast<Block*>(ctx.scratchpad);
     auto columns = [&](std::int64_t t) {  // block t's first column and count, row-major
       const std::int64_t c0 = (t % per_row) * kBlock;
       return std::pair{(t / per_row) * s.cols + c0, std::min(kBlock, s.cols - c0)};
     };
-#ifdef _OPENMP
-    const int threads = omp_get_max_threads();
-#else
-    const int threads = 1;
-#endif
-    const int parts = static_cast<int>(std::min<std::int64_t>(threads, total));
+    const int parts = static_cast<int>(std::min<std::int64_t>(run_threads(), total));
     auto each_block = [&](auto&& f) {
       run_parts(ctx.team, parts, [&](std::int64_t p) {
         for (std::int64_t t = total * p / parts; t < total * (p + 1) / parts; ++t) f(t);
@@ -155,14 +150,14 @@ class SoftmaxLongKernel final : public CpuKernel {
     };
     each_block([&](std::int64_t t) {
       auto [at, n] = columns(t);
-      blocks[std::size_t(t)] = exp_block(x + at, y + at, n);
+      new (blocks + t) Block(exp_block(x + at, y + at, n));
     });
     const float numerator = ctx.at<const float>(s.numerator)[s.numerator_offset];
     for (std::int64_t r = 0; r < s.rows; ++r)
-      finish_row(&blocks[std::size_t(r * per_row)], per_row, numerator, ctx, r);
+      finish_row(blocks + r * per_row, per_row, numerator, ctx, r);
     each_block([&](std::int64_t t) {
       auto [at, n] = columns(t);
-      scale_block(blocks[std::size_t(t)], y + at, n);
+      scale_block(blocks[t], y + at, n);
     });
   }
 
@@ -182,24 +177,26 @@ class SoftmaxLongKernel final : public CpuKernel {
     bool any_nan = false;
     for (std::int64_t i = 0; i < n; ++i)
       any_nan = any_nan || b[i].nan, max = std::max(max, b[i].max);
+    // Each block's exp(m_b - M), kept in its sum until the reciprocal is known.
     double sum = 0;
-    for (std::int64_t i = 0; i < n; ++i)
-      if (b[i].max != -inf) sum += b[i].sum * std::exp(double(b[i].max) - double(max));
+    for (std::int64_t i = 0; i < n; ++i) {
+      b[i].fill = any_nan || b[i].max == -inf;
+      b[i].scale = b[i].max == -inf ? 0 : std::exp(double(b[i].max) - double(max));
+      sum += b[i].sum * b[i].scale;
+    }
     if (any_nan) max = nan;
     if (any_nan || max == -inf) sum = nan;  // the sweeps' exp(-inf - -inf) = NaN
     ctx.at<float>(spec_.max)[row] = max;
     const float s = ctx.at<float>(spec_.sum)[row] = static_cast<float>(sum);
     const float reciprocal = ctx.at<float>(spec_.reciprocal)[row] = numerator / s;
-    for (std::int64_t i = 0; i < n; ++i) {
-      b[i].fill = any_nan || b[i].max == -inf;
+    for (std::int64_t i = 0; i < n; ++i)
       b[i].factor = std::isnan(reciprocal) ? nan
-                    : b[i].fill
-                        ? 0.f
-                        : static_cast<float>(std::exp(double(b[i].max) - double(max)) * reciprocal);
-    }
+                    : b[i].fill            ? 0.f
+                                           : static_cast<float>(b[i].scale * reciprocal);
   }
 
   SoftmaxRowsSpec spec_;
+  std::int64_t per_row_;  // blocks a row
 };
 
 }  // namespace

@@ -313,11 +313,7 @@ class SoftmaxRowsKernel final : public CpuKernel {
                  ctx.at<const float>(s.numerator)[s.numerator_offset]},
              cols);
     };
-#ifdef _OPENMP
-    const int threads = omp_get_max_threads();
-#else
-    const int threads = 1;
-#endif
+    const int threads = run_threads();
     const int parts = rows * cols * 8 >= fused::kParallelWork
                           ? static_cast<int>(std::min<std::int64_t>(threads, rows))
                           : 1;

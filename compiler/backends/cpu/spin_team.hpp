@@ -60,6 +60,16 @@ class SpinTeam {
   std::atomic<int> helpers_{0};
 };
 
+// The threads a run's parallel loops may use: the run's OpenMP thread count (ThreadScope
+// sets it), 1 without OpenMP.
+inline int run_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 // Runs body(part) for each part in [0, parts), each part whole on one thread. Given a
 // team: on it, or all on the calling thread where another run holds it (never in OpenMP,
 // whose workers would then spin beside the team's). Else in an OpenMP region of `parts`

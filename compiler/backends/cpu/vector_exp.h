@@ -10,10 +10,10 @@
 #ifndef GLIA_VECTOR_EXP_H
 #define GLIA_VECTOR_EXP_H
 #include <immintrin.h>
-#define GLIA_EXP_REDUCE(V, S, ROUND)                                       \
-  x = V##_min_ps(V##_set1_ps(88.8f), V##_max_ps(V##_set1_ps(-104.0f), x)); \
-  const S n = ROUND(V##_mul_ps(x, V##_set1_ps(1.44269504088896341f)),      \
-                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);        \
+/* GLIA_EXP_POLY: given x and n = round(x log2 e), p = exp(x - n ln 2) (the two-part
+ * reduction, then the polynomial); the softmax of long rows uses it with its own rounding
+ * (softmax_long.cpp). */
+#define GLIA_EXP_POLY(V, S)                                                \
   S r = V##_fnmadd_ps(n, V##_set1_ps(0.693145751953125f), x);              \
   r = V##_fnmadd_ps(n, V##_set1_ps(1.428606765330187e-06f), r);            \
   S p = V##_set1_ps(1.9875691500e-4f);                                     \
@@ -23,6 +23,11 @@
   p = V##_fmadd_ps(p, r, V##_set1_ps(1.6666665459e-1f));                   \
   p = V##_fmadd_ps(p, r, V##_set1_ps(5.0000001201e-1f));                   \
   p = V##_add_ps(V##_fmadd_ps(p, V##_mul_ps(r, r), r), V##_set1_ps(1.0f));
+#define GLIA_EXP_REDUCE(V, S, ROUND)                                       \
+  x = V##_min_ps(V##_set1_ps(88.8f), V##_max_ps(V##_set1_ps(-104.0f), x)); \
+  const S n = ROUND(V##_mul_ps(x, V##_set1_ps(1.44269504088896341f)),      \
+                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);        \
+  GLIA_EXP_POLY(V, S)
 #define GLIA_EXP16_BODY                                 \
   GLIA_EXP_REDUCE(_mm512, __m512, _mm512_roundscale_ps) \
   return _mm512_scalef_ps(p, n);
