@@ -7,6 +7,18 @@
 
 #include "lowering/contraction.hpp"
 
+namespace glia {
+
+std::int64_t ConvSpec::multiply_adds() const {
+  std::int64_t n = 1;
+  for (std::int64_t d : dst.dims) n *= d;
+  // weights: [O, C, window...], or [G, O/G, C/G, window...]
+  for (std::size_t i = groups > 1 ? 2 : 1; i < weights.dims.size(); ++i) n *= weights.dims[i];
+  return n;
+}
+
+}  // namespace glia
+
 namespace glia::lowering {
 
 namespace {

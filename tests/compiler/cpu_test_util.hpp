@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,14 @@ inline std::vector<Op> reference_ops(const Executable& exe) {
   std::vector<Op> ops;
   for (const auto* r : exe.program().specs<ReferenceSpec>()) ops.push_back(r->op);
   return ops;
+}
+
+// The first line of exe's description that contains `kernel` ("convolution src").
+inline std::string kernel_line(const Executable& exe, const std::string& kernel) {
+  std::istringstream lines(exe.describe());
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(kernel) != std::string::npos) return line;
+  return "";
 }
 
 inline bool on_reference(const Executable& exe, Op op) {

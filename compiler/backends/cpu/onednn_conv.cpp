@@ -2,7 +2,8 @@
 // backward_data, backward_weights) over the spec's strided views. Where oneDNN prefers a
 // blocked layout for an operand (the weights of direct convolutions, every operand of
 // Winograd ones and of large direct ones on AVX2), the kernel reorders it through its
-// scratchpad around each run.
+// scratchpad around each run. glia's own Winograd (winograd_conv.cpp) takes the 3x3,
+// unit-stride, channels-last convolutions of AVX2 machines first, where oneDNN has none.
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -46,14 +47,6 @@ bool bias_then_activations(const EpilogueSpec& e) {
   return true;
 }
 
-// Multiply-adds of the convolution (any pass does as many).
-std::int64_t multiply_adds(const ConvSpec& p) {
-  std::int64_t n = 1;
-  for (std::int64_t d : p.dst.dims) n *= d;
-  for (std::size_t i = 1; i < p.weights.dims.size(); ++i) n *= p.weights.dims[i];  // in, window
-  return n;
-}
-
 // Direct convolutions on AVX2 with enough work and channels in multiples of its 8-channel
 // blocks take their activations in oneDNN's blocked layout (nChw8c), reordered in and out:
 // on the MNIST CNN's second convolution (128 x 32 x 13 x 13 into 64 channels, 2 threads
@@ -63,7 +56,7 @@ std::int64_t multiply_adds(const ConvSpec& p) {
 // slower blocked; AVX-512 machines (Winograd, and 16-channel blocks) were not measured.
 bool blocked_fits(const ConvSpec& p) {
   return vector_isa() == VectorIsa::avx2 && p.groups == 1 && p.weights.dims[1] % 8 == 0 &&
-         multiply_adds(p) >= kWinogradWork;
+         p.multiply_adds() >= kWinogradWork;
 }
 
 bool winograd_fits(const ConvSpec& p) {
@@ -73,7 +66,7 @@ bool winograd_fits(const ConvSpec& p) {
   for (std::size_t i = 0; i < 2; ++i)
     if (p.strides[i] != 1 || p.dilations[i] != 1) return false;
   if (!bias_then_activations(p.epilogue)) return false;
-  return multiply_adds(p) >= kWinogradWork;
+  return p.multiply_adds() >= kWinogradWork;
 }
 
 bool leads_with_bias(const EpilogueSpec& e) {
@@ -266,6 +259,7 @@ class ConvKernel final : public CpuKernel {
 std::unique_ptr<CpuKernel> realise_convolution(const Kernel& kernel, const dnnl::engine& engine) {
   const auto& spec = std::get<ConvSpec>(kernel.spec);
   if (spec.dtype != DType::f32 || spec.src.dims.size() > 5) return nullptr;
+  if (auto k = realise_winograd(spec)) return k;
   try {
     auto k = std::make_unique<ConvKernel>(spec, engine);
     if (k->build(spec)) return k;

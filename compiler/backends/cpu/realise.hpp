@@ -82,6 +82,10 @@ class CpuKernel {
 std::unique_ptr<CpuKernel> realise_matmul(const Graph& graph, const Kernel& kernel,
                                           const dnnl::engine& engine);
 std::unique_ptr<CpuKernel> realise_convolution(const Kernel& kernel, const dnnl::engine& engine);
+// glia's Winograd F(2x2, 3x3) (winograd_conv.cpp), where it fits: AVX2 machines, 3x3
+// unit-stride kernels, channels-last activations; null elsewhere. realise_convolution
+// tries it first.
+std::unique_ptr<CpuKernel> realise_winograd(const ConvSpec& spec);
 std::unique_ptr<CpuKernel> realise_pooling(const Kernel& kernel, const dnnl::engine& engine);
 
 // The widest vector instructions glia's own loops use (the tile executor's, pooling's

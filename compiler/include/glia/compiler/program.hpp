@@ -72,6 +72,7 @@ struct ConvSpec {
   std::int64_t groups = 1;
   EpilogueSpec epilogue;  // forward only
 
+  std::int64_t multiply_adds() const;  // of any one pass: dst's elements x C/G x window
   // The view the pass writes: dst, src or weights.
   StridedView& written() {
     return pass == Pass::forward ? dst : pass == Pass::backward_data ? src : weights;
