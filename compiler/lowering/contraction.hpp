@@ -22,6 +22,9 @@ struct WalkedView {
 // constant (always bound). Other values are read as they are.
 WalkedView view_through_transposes(const LoweringState& state, ValueId id, ValueId reader);
 
+// A constant of f32 zeros, or a broadcast of one.
+bool is_zero_splat(const LoweringState& s, ValueId id);
+
 // Swaps the first two dims of a view (batch and feature roles in the backward passes).
 StridedView swap_leading(StridedView v);
 

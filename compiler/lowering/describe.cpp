@@ -85,7 +85,8 @@ std::string Kernel::describe(const Graph& graph) const {
                      return cat("max_pool ", dims_text(s.input.dims), " -> ",
                                 dims_text(s.output.dims));
                    return cat("max_pool_backward ", dims_text(s.output.dims), " <- ",
-                              dims_text(s.source.dims));
+                              dims_text(s.source.dims),
+                              s.positive_input_only ? " where input > 0" : "");
                  },
                  [&](const DirectSpec& s) {
                    const Node& n = graph.node(s.node);

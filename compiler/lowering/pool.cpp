@@ -48,6 +48,27 @@ StridedView pool_view(ValueId value, const PoolLayout& p, const Shape& shape) {
   return v;
 }
 
+// The node `adjoint` (select_and_scatter over `input`) alone reads, where it is relu's
+// gradient mask over the pooling's input, select(gt(input, 0), adjoint, 0), with the
+// mask's comparison where only that select reads it; -1 elsewhere.
+struct ReluMask {
+  ValueId select = -1, compare = -1;
+};
+ReluMask relu_mask(const LoweringState& s, ValueId adjoint, ValueId input) {
+  ReluMask m;
+  if (s.is_output(adjoint) || s.readers(adjoint).size() != 1) return m;
+  const ValueId sel = s.readers(adjoint)[0];
+  const Node& n = s.node(sel);
+  if (n.op != Op::select || !s.only_read_by(adjoint, sel) || n.inputs[1] != adjoint ||
+      !is_zero_splat(s, n.inputs[2]) || s.claimed(sel))
+    return m;
+  const Node& gt = s.node(n.inputs[0]);
+  if (gt.op != Op::gt || gt.inputs[0] != input || !is_zero_splat(s, gt.inputs[1])) return m;
+  m.select = sel;
+  if (s.only_read_by(n.inputs[0], sel)) m.compare = n.inputs[0];
+  return m;
+}
+
 }  // namespace
 
 bool lower_pooling(LoweringState& s, ValueId id) {
@@ -82,6 +103,19 @@ bool lower_pooling(LoweringState& s, ValueId id) {
     spec.padding_low.push_back(a.padding_low[ax]);
     spec.padding_high.push_back((out.dims[i + 2] - 1) * a.strides[ax] + win -
                                 spec.input.dims[i + 2] - a.padding_low[ax]);
+  }
+  // relu's mask folded in where the target takes it, else the plain adjoint.
+  if (const ReluMask m = relu_mask(s, id, n.inputs[0]);
+      spec.kind == PoolSpec::Kind::max_backward && m.select >= 0) {
+    Kernel masked = k;
+    PoolSpec ms = spec;
+    ms.positive_input_only = true;
+    ms.output.value = m.select;
+    masked.covered.push_back(m.select);
+    if (m.compare >= 0) masked.covered.push_back(m.compare);
+    masked.outputs = {m.select};
+    masked.spec = std::move(ms);
+    if (s.offer(std::move(masked))) return true;
   }
   k.spec = std::move(spec);
   return s.offer(std::move(k));

@@ -5,8 +5,6 @@
 
 namespace glia::lowering {
 
-namespace {
-
 // A constant of zeros, or a broadcast of one.
 bool is_zero_splat(const LoweringState& s, ValueId id) {
   const Node* n = &s.node(id);
@@ -16,8 +14,6 @@ bool is_zero_splat(const LoweringState& s, ValueId id) {
   const float* v = t.data<float>();
   return std::all_of(v, v + t.numel(), [](float x) { return x == 0.0f; });
 }
-
-}  // namespace
 
 WalkedView view_through_transposes(const LoweringState& state, ValueId id, ValueId reader) {
   WalkedView w;

@@ -187,6 +187,61 @@ TEST(CpuPool, NaNsAndTiesPickTheFirstMaximumInEveryChannel) {
   }
 }
 
+// A conv layer as glia's layers trace it: its relu's gradient masks the cotangent by the
+// output's sign (layers/src/activation.cpp).
+Expr conv_relu_layer(const Expr& x, const Expr& k, const Expr& b) {
+  Expr z = transpose(conv(transpose(x, {0, 3, 1, 2}), transpose(k, {3, 2, 0, 1}),
+                          {.padding_low = {1, 1}, .padding_high = {1, 1}}),
+                     {0, 2, 3, 1});
+  z = z + broadcast(b, z.shape(), {3});
+  Expr y = relu(z);
+  return custom_grad(
+      y, {z}, [y](const Expr& g) { return std::vector<Expr>{select(greater(y, 0.0), g, 0.0)}; });
+}
+
+// Max pooling over a conv layer's relu output: the pooling's adjoint writes relu's gradient
+// mask too (zero where the layer's output is not above zero), one kernel where the adjoint
+// and a select were two, on the channels-last loop in each vector width (2x2 windows) and on
+// the general loop (overlapping, padded windows). Half the layer's outputs are zeros, so
+// the mask decides half the windows.
+TEST(CpuPool, ReluMaskFoldsIntoTheAdjoint) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  const Shape x{3, 10, 10, 8}, k{3, 3, 8, 16}, b{16};
+  struct Pooling {
+    std::string name;
+    WindowOptions o;
+    Ints window;
+  };
+  const std::vector<Pooling> poolings = {
+      {"2x2", {}, {1, 2, 2, 1}},
+      {"3x3_overlapping_padded",
+       {.strides = {1, 1, 1, 1}, .padding_low = {0, 1, 1, 0}, .padding_high = {0, 1, 0, 0}},
+       {1, 3, 3, 1}}};
+  for (const Pooling& p : poolings)
+    for (const char* isa : kIsas) {
+      if (p.name != "2x2" && std::string(isa) != "widest") continue;
+      ScopedEnv cap("GLIA_CPU_ISA", isa);
+      SCOPED_TRACE(cat(p.name, " ", isa));
+      auto pooled = [&](const std::vector<Expr>& in) {
+        return window_max(conv_relu_layer(in[0], in[1], in[2]), p.window, p.o);
+      };
+      Graph shape =
+          trace([&](const std::vector<Expr>& in) { return std::vector<Expr>{pooled(in)}; },
+                {{f32, x}, {f32, k}, {f32, b}}, "shape");
+      const Shape y = shape.type(shape.outputs()[0]).shape;
+      Graph g = trace(
+          [&](const std::vector<Expr>& in) {
+            return gradients(sum(pooled(in) * in[3]), {in[0], in[1], in[2]});
+          },
+          {{f32, x}, {f32, k}, {f32, b}, {f32, y}}, "grads");
+      auto exe = expect_optimized_matches_interp(g, seeded_inputs(g), 1e-5);
+      const std::string adjoint = kernel_line(*exe, "max_pool_backward");
+      EXPECT_NE(adjoint.find("where input > 0"), std::string::npos) << exe->describe();
+      EXPECT_NE(adjoint.find("positive maxima only"), std::string::npos) << adjoint;
+      EXPECT_EQ(count_kernels(*exe, "pooling"), 1) << exe->describe();  // the adjoint alone
+    }
+}
+
 TEST(CpuPool, OtherCasesAreLeftToOtherKernels) {
   GLIA_REQUIRE_CPU_BACKEND();
   // Windows over every axis (no batch/channel pair and four pooled axes), and f64.

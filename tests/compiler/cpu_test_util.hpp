@@ -142,4 +142,18 @@ inline std::unique_ptr<Executable> expect_cpu_matches_interp(const Graph& g,
   return expect_backend_matches_interp("cpu", g, inputs, rtol, atol);
 }
 
+// g on `cpu` as a user compiles it (the optimization passes leave the activations
+// channels-last in the gradients too; the traced graph's transposes do not), against
+// `interp`.
+inline std::unique_ptr<Executable> expect_optimized_matches_interp(const Graph& g,
+                                                                   const std::vector<Tensor>& in,
+                                                                   double tol) {
+  auto exe = compile_graph(g, "cpu");
+  std::vector<Tensor> got = exe->run(in), want = compile_graph(g, "interp")->run(in);
+  EXPECT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    EXPECT_TRUE(allclose(got[i], want[i], tol, tol)) << "output " << i << " of " << g.name();
+  return exe;
+}
+
 }  // namespace glia::testing

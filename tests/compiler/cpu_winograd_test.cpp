@@ -53,20 +53,6 @@ Graph layer_grads(const Layer& l) {
       {{f32, l.x}, {f32, l.k}, {f32, third}, {f32, y}}, l.name);
 }
 
-// g on `cpu` as a user compiles it (the optimization passes leave the activations
-// channels-last in the gradients too; the traced graph's transposes do not), against
-// `interp`.
-std::unique_ptr<Executable> expect_optimized_matches_interp(const Graph& g,
-                                                            const std::vector<Tensor>& in,
-                                                            double tol) {
-  auto exe = compile_graph(g, "cpu");
-  std::vector<Tensor> got = exe->run(in), want = compile_graph(g, "interp")->run(in);
-  EXPECT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i)
-    EXPECT_TRUE(allclose(got[i], want[i], tol, tol)) << "output " << i << " of " << g.name();
-  return exe;
-}
-
 TEST(CpuWinograd, EveryPassMatchesInterp) {
   GLIA_REQUIRE_AVX2();
   ScopedEnv isa("GLIA_CPU_ISA", "avx2");

@@ -170,7 +170,10 @@ std::unique_ptr<CpuKernel> make_max_pool(const PoolSpec& p, const dnnl::engine& 
 class MaxPoolBackwardKernel final : public CpuKernel {
  public:
   explicit MaxPoolBackwardKernel(const PoolSpec& p)
-      : x_(p.input.value), source_(p.source.value), out_(p.output.value) {
+      : x_(p.input.value),
+        source_(p.source.value),
+        out_(p.output.value),
+        positive_only_(p.positive_input_only) {
     in_dims_ = p.output.dims, in_strides_ = p.output.strides;
     out_dims_ = p.source.dims, out_strides_ = p.source.strides;
     // Up to three spatial axes; missing ones are unit axes of stride 0.
@@ -257,14 +260,15 @@ class MaxPoolBackwardKernel final : public CpuKernel {
               if (disjoint_) {
                 for (std::int32_t k = 0; k < std::int32_t(positions_); ++k) {
                   if (cs == 1 && src_cs == 1)
-                    write_window(out + offset[k], std::integral_constant<int, 1>{}, k, pick, s,
-                                 std::int64_t{1});
+                    write_window(out + offset[k], std::integral_constant<int, 1>{}, k, pick, best,
+                                 s, std::int64_t{1});
                   else
-                    write_window(out + offset[k], cs, k, pick, s, src_cs);
+                    write_window(out + offset[k], cs, k, pick, best, s, src_cs);
                 }
               } else {
                 for (std::int64_t c = 0; c < channels_; ++c)
-                  if (pick[c] >= 0) out[offset[pick[c]] + c * cs] += s[c * src_cs];
+                  if (pick[c] >= 0 && (!positive_only_ || best[c] > 0.0f))
+                    out[offset[pick[c]] + c * cs] += s[c * src_cs];
               }
             }
       }
@@ -277,11 +281,12 @@ class MaxPoolBackwardKernel final : public CpuKernel {
       if (!exact_ && image_contiguous_)
         std::memset(out + b * in_strides_[0], 0,
                     static_cast<std::size_t>(in_strides_[0]) * sizeof(float));
-      image_(windows_, x + b * in_strides_[0], src + b * out_strides_[0], out + b * in_strides_[0]);
+      image_(windows_, x + b * in_strides_[0], src + b * out_strides_[0], out + b * in_strides_[0],
+             positive_only_);
     }
   }
 
-  using ImageFn = void (*)(const ChannelsLastWindows&, const float*, const float*, float*);
+  using ImageFn = void (*)(const ChannelsLastWindows&, const float*, const float*, float*, bool);
   static ImageFn pick_image() {
     return by_vector_isa<ImageFn>(&isa_avx512::pool_adjoint_image, &isa_avx2::pool_adjoint_image,
                                   &isa_baseline::pool_adjoint_image);
@@ -302,14 +307,19 @@ class MaxPoolBackwardKernel final : public CpuKernel {
     }
   }
 
-  // Disjoint windows: every element of the window gets the source value or zero.
+  // Disjoint windows: every element of the window gets the source value or zero (zero
+  // too where only positive maxima pass and the window's is not).
   template <class Stride>
-  void write_window(float* o, Stride cs, std::int32_t k, const std::int32_t* pick, const float* s,
-                    std::int64_t src_cs) const {
-    for (std::int64_t c = 0; c < channels_; ++c) o[c * cs] = pick[c] == k ? s[c * src_cs] : 0.0f;
+  void write_window(float* o, Stride cs, std::int32_t k, const std::int32_t* pick,
+                    const float* best, const float* s, std::int64_t src_cs) const {
+    for (std::int64_t c = 0; c < channels_; ++c)
+      o[c * cs] = pick[c] == k && (!positive_only_ || best[c] > 0.0f) ? s[c * src_cs] : 0.0f;
   }
 
-  std::string describe() const override { return "glia first-maximum loop"; }
+  std::string describe() const override {
+    return positive_only_ ? "glia first-maximum loop, positive maxima only"
+                          : "glia first-maximum loop";
+  }
 
  private:
   ValueId x_, source_, out_;
@@ -318,6 +328,7 @@ class MaxPoolBackwardKernel final : public CpuKernel {
                pad_[3] = {0, 0, 0};
   std::int64_t numel_ = 0, channels_ = 1, positions_ = 1;
   ChannelsLastWindows windows_;  // the geometry the per-ISA image loops read
+  bool positive_only_ = false;
   bool disjoint_ = false, exact_ = false, image_contiguous_ = false, channels_last_ = false;
   ImageFn image_ = pick_image();
 };

@@ -174,9 +174,12 @@ std::vector<GeneratedKernel> pool_kernels(const Graph& graph, const PoolSpec& sp
   return {max_pool_backward(graph, spec, stem)};
 }
 
-// Every PoolSpec the lowering makes is generated: any numeric dtype, any number of
-// spatial dims.
-std::string pool_declines(const Graph&, const PoolSpec&) { return ""; }
+// Every PoolSpec the lowering makes is generated (any numeric dtype, any number of
+// spatial dims) but the adjoint that folds in relu's mask: the lowering then offers the
+// plain adjoint, and the mask's select runs in a fused kernel.
+std::string pool_declines(const Graph&, const PoolSpec& spec) {
+  return spec.positive_input_only ? "relu's mask folded into max pooling's adjoint" : "";
+}
 
 // What the lowering leaves (lowering/pool.cpp makes no PoolSpec of it).
 std::string pool_fallback(const Graph& graph, ValueId node) {

@@ -83,7 +83,9 @@ struct ConvSpec {
 // Max pooling over [N, C, spatial...] views (N or C may be a unit stand-in of stride 0),
 // and its adjoint: max_backward sends each window's `source` value to the window's first
 // maximum of `input` (row-major window order, a NaN beats numbers), summed where windows
-// overlap, into `output` (input's shape).
+// overlap, into `output` (input's shape). With `positive_input_only`, an element whose
+// input is not above zero (a NaN included) gets zero: relu's gradient mask after the
+// adjoint of max pooling over a relu's output (the select it folds in).
 struct PoolSpec {
   enum class Kind : std::uint8_t { max, max_backward };
   Kind kind = Kind::max;
@@ -91,6 +93,7 @@ struct PoolSpec {
   StridedView input, source, output;  // source: max_backward only
   // Per spatial dimension; a dilation of 1 is a dense window.
   std::vector<std::int64_t> window, strides, dilations, padding_low, padding_high;
+  bool positive_input_only = false;  // max_backward only
 };
 
 // Layer ops with kernels of their own that neither a library call nor a fused sweep
