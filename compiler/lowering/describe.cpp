@@ -63,68 +63,66 @@ const char* Kernel::kind() const {
 
 std::string Kernel::describe(const Graph& graph) const {
   return std::visit(
-      Overloaded{[](const MatmulSpec& s) {
-                   std::ostringstream out;
-                   out << "matmul ";
-                   for (std::int64_t b : s.batch) out << b << " x ";
-                   out << "[" << s.m << "x" << s.k << "]·[" << s.k << "x" << s.n << "]"
-                       << s.epilogue.text();
-                   return out.str();
-                 },
-                 [](const ConvSpec& s) {
-                   const char* pass = s.pass == ConvSpec::Pass::forward ? "convolution"
-                                      : s.pass == ConvSpec::Pass::backward_data
-                                          ? "convolution_backward_data"
-                                          : "convolution_backward_weights";
-                   return cat(pass, " src ", dims_text(s.src.dims), ", weights ",
-                              dims_text(s.weights.dims), ", dst ", dims_text(s.dst.dims),
-                              s.epilogue.text());
-                 },
-                 [](const PoolSpec& s) {
-                   if (s.kind == PoolSpec::Kind::max)
-                     return cat("max_pool ", dims_text(s.input.dims), " -> ",
-                                dims_text(s.output.dims));
-                   return cat("max_pool_backward ", dims_text(s.output.dims), " <- ",
-                              dims_text(s.source.dims),
-                              s.positive_input_only ? " where input > 0" : "");
-                 },
-                 [&](const DirectSpec& s) {
-                   const Node& n = graph.node(s.node);
-                   std::string text = cat("direct ", op_name(s.op));
-                   if (const auto* a = std::get_if<AxisAttrs>(&n.attrs))
-                     text += cat(" axis ", a->axis);
-                   if (const auto* a = std::get_if<ArgReduceAttrs>(&n.attrs))
-                     text += cat(" axis ", a->axis);
-                   for (std::size_t i = 0; i < n.inputs.size(); ++i)
-                     text += cat(i ? ", " : " ", graph.type(n.inputs[i]).to_string());
-                   return cat(text, " -> ", n.type.to_string());
-                 },
-                 [&](const FusedSpec& s) {
-                   std::string text = "fused[";
-                   if (s.sweeps.size() > 1) text += cat(s.sweeps.size(), " phases: ");
-                   for (std::size_t i = 0; i < s.sweeps.size(); ++i) {
-                     if (i > 0) text += " | ";
-                     for (std::size_t j = 0; j < s.sweeps[i].ops.size(); ++j)
-                       text += (j > 0 ? " " : "") + s.sweeps[i].ops[j];
-                   }
-                   ValueId widest = outputs.front();
-                   for (ValueId o : outputs)
-                     if (graph.type(o).shape.numel() > graph.type(widest).shape.numel()) widest = o;
-                   return text + "] " + graph.type(widest).to_string();
-                 },
-                 [](const ReferenceSpec& s) {
-                   return cat("reference ", op_name(s.op), " (",
-                              s.reason.empty() ? "an undeclared fallback" : s.reason, ")");
-                 },
-                 [&](const ScanSpec& s) {
-                   const auto& a = std::get<ScanAttrs>(graph.node(s.node).attrs);
-                   return cat("scan ", a.body->name(), a.reverse ? " reversed" : "", " x", a.length,
-                              ", ", s.results.size(), " result(s)");
-                 },
-                 [](const CollectiveSpec& s) {
-                   return cat("all_reduce bucket ", s.bucket, " of communicator ", s.communicator,
-                              ": ", dtype_name(s.dtype), "[", s.count, "] in place");
-                 }},
+      Overloaded{
+          [](const MatmulSpec& s) {
+            std::ostringstream out;
+            out << "matmul ";
+            for (std::int64_t b : s.batch) out << b << " x ";
+            out << "[" << s.m << "x" << s.k << "]·[" << s.k << "x" << s.n << "]"
+                << s.epilogue.text();
+            return out.str();
+          },
+          [](const ConvSpec& s) {
+            const char* pass = s.pass == ConvSpec::Pass::forward ? "convolution"
+                               : s.pass == ConvSpec::Pass::backward_data
+                                   ? "convolution_backward_data"
+                                   : "convolution_backward_weights";
+            return cat(pass, " src ", dims_text(s.src.dims), ", weights ",
+                       dims_text(s.weights.dims), ", dst ", dims_text(s.dst.dims),
+                       s.epilogue.text());
+          },
+          [](const PoolSpec& s) {
+            if (s.kind == PoolSpec::Kind::max)
+              return cat("max_pool ", dims_text(s.input.dims), " -> ", dims_text(s.output.dims));
+            return cat("max_pool_backward ", dims_text(s.output.dims), " <- ",
+                       dims_text(s.source.dims), s.positive_input_only ? " where input > 0" : "");
+          },
+          [&](const DirectSpec& s) {
+            const Node& n = graph.node(s.node);
+            std::string text = cat("direct ", op_name(s.op));
+            if (const auto* a = std::get_if<AxisAttrs>(&n.attrs)) text += cat(" axis ", a->axis);
+            if (const auto* a = std::get_if<ArgReduceAttrs>(&n.attrs))
+              text += cat(" axis ", a->axis);
+            for (std::size_t i = 0; i < n.inputs.size(); ++i)
+              text += cat(i ? ", " : " ", graph.type(n.inputs[i]).to_string());
+            return cat(text, " -> ", n.type.to_string());
+          },
+          [&](const FusedSpec& s) {
+            std::string text = "fused[";
+            if (s.sweeps.size() > 1) text += cat(s.sweeps.size(), " phases: ");
+            for (std::size_t i = 0; i < s.sweeps.size(); ++i) {
+              if (i > 0) text += " | ";
+              for (std::size_t j = 0; j < s.sweeps[i].ops.size(); ++j)
+                text += (j > 0 ? " " : "") + s.sweeps[i].ops[j];
+            }
+            ValueId widest = outputs.front();
+            for (ValueId o : outputs)
+              if (graph.type(o).shape.numel() > graph.type(widest).shape.numel()) widest = o;
+            return text + "] " + graph.type(widest).to_string();
+          },
+          [](const ReferenceSpec& s) {
+            return cat("reference ", op_name(s.op), " (",
+                       s.reason.empty() ? "an undeclared fallback" : s.reason, ")");
+          },
+          [&](const ScanSpec& s) {
+            const auto& a = std::get<ScanAttrs>(graph.node(s.node).attrs);
+            return cat("scan ", a.body->name(), a.reverse ? " reversed" : "", " x", a.length, ", ",
+                       s.results.size(), " result(s)");
+          },
+          [](const CollectiveSpec& s) {
+            return cat("all_reduce bucket ", s.bucket, " of communicator ", s.communicator, ": ",
+                       dtype_name(s.dtype), "[", s.count, "] in place");
+          }},
       spec);
 }
 

@@ -105,8 +105,9 @@ bool lower_pooling(LoweringState& s, ValueId id) {
                                 spec.input.dims[i + 2] - a.padding_low[ax]);
   }
   // relu's mask folded in where the target takes it, else the plain adjoint.
-  if (const ReluMask m = relu_mask(s, id, n.inputs[0]);
-      spec.kind == PoolSpec::Kind::max_backward && m.select >= 0) {
+  if (const ReluMask m =
+          spec.kind == PoolSpec::Kind::max_backward ? relu_mask(s, id, n.inputs[0]) : ReluMask{};
+      m.select >= 0) {
     Kernel masked = k;
     PoolSpec ms = spec;
     ms.positive_input_only = true;

@@ -13,15 +13,15 @@
 /* GLIA_EXP_POLY: given x and n = round(x log2 e), p = exp(x - n ln 2) (the two-part
  * reduction, then the polynomial); the softmax of long rows uses it with its own rounding
  * (softmax_long.cpp). */
-#define GLIA_EXP_POLY(V, S)                                                \
-  S r = V##_fnmadd_ps(n, V##_set1_ps(0.693145751953125f), x);              \
-  r = V##_fnmadd_ps(n, V##_set1_ps(1.428606765330187e-06f), r);            \
-  S p = V##_set1_ps(1.9875691500e-4f);                                     \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(1.3981999507e-3f));                   \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(8.3334519073e-3f));                   \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(4.1665795894e-2f));                   \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(1.6666665459e-1f));                   \
-  p = V##_fmadd_ps(p, r, V##_set1_ps(5.0000001201e-1f));                   \
+#define GLIA_EXP_POLY(V, S)                                     \
+  S r = V##_fnmadd_ps(n, V##_set1_ps(0.693145751953125f), x);   \
+  r = V##_fnmadd_ps(n, V##_set1_ps(1.428606765330187e-06f), r); \
+  S p = V##_set1_ps(1.9875691500e-4f);                          \
+  p = V##_fmadd_ps(p, r, V##_set1_ps(1.3981999507e-3f));        \
+  p = V##_fmadd_ps(p, r, V##_set1_ps(8.3334519073e-3f));        \
+  p = V##_fmadd_ps(p, r, V##_set1_ps(4.1665795894e-2f));        \
+  p = V##_fmadd_ps(p, r, V##_set1_ps(1.6666665459e-1f));        \
+  p = V##_fmadd_ps(p, r, V##_set1_ps(5.0000001201e-1f));        \
   p = V##_add_ps(V##_fmadd_ps(p, V##_mul_ps(r, r), r), V##_set1_ps(1.0f));
 #define GLIA_EXP_REDUCE(V, S, ROUND)                                       \
   x = V##_min_ps(V##_set1_ps(88.8f), V##_max_ps(V##_set1_ps(-104.0f), x)); \

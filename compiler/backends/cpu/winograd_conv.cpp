@@ -100,9 +100,7 @@ class WinogradKernel final : public CpuKernel {
   }
 
   std::size_t scratchpad_bytes() const override {
-    const std::int64_t shared =
-        16 * g_.c * g_.k * (spec_.pass == Pass::backward_weights ? parts_ : 1);
-    return std::size_t(shared + parts_ * part_floats()) * sizeof(float);
+    return std::size_t(shared_floats() + parts_ * part_floats()) * sizeof(float);
   }
   bool uses_openmp() const override { return false; }
   std::string describe() const override {
@@ -117,7 +115,7 @@ class WinogradKernel final : public CpuKernel {
     const int parts = static_cast<int>(std::min<std::int64_t>({run_threads(), parts_, units}));
     const std::int64_t unit = spec_.pass == Pass::backward_data ? g_.per_image() : 1;
     float* shared = scratch;
-    float* own = scratch + 16 * g_.c * g_.k * (spec_.pass == Pass::backward_weights ? parts_ : 1);
+    float* own = scratch + shared_floats();
     if (spec_.pass != Pass::backward_weights) transform_weights(ctx, shared);
     TileEpilogue e = tile_epilogue(spec_.epilogue, ctx);
     run_parts(ctx.team, parts, [&](int part) {
@@ -129,14 +127,20 @@ class WinogradKernel final : public CpuKernel {
       else if (spec_.pass == Pass::backward_data)
         backward_data(ctx, shared, buf, begin, end);
       else
-        backward_weights(ctx, shared + part * 16 * g_.c * g_.k, buf, begin, end);
+        backward_weights(ctx, shared + part * kernel_floats(), buf, begin, end);
     });
     if (spec_.pass == Pass::backward_weights) write_weights_gradient(ctx, shared, parts);
   }
 
  private:
-  // Per part: a row of zeros (pixels outside the input), U and M.
-  std::int64_t part_floats() const { return std::max(g_.c, g_.k) + 16 * (u_step_ + m_step_); }
+  // The transformed kernel, [16][C][K] or [16][K][C].
+  std::int64_t kernel_floats() const { return 16 * g_.c * g_.k; }
+  // Shared by the parts: the transformed kernel, or each part's kernel gradient sums.
+  std::int64_t shared_floats() const {
+    return kernel_floats() * (spec_.pass == Pass::backward_weights ? parts_ : 1);
+  }
+  // Per part: a row of zeros (input pixels outside the input), U and M.
+  std::int64_t part_floats() const { return g_.c + 16 * (u_step_ + m_step_); }
 
   // The kernel at each position: [16][C][K] forward, [16][K][C] for the input gradient.
   void transform_weights(const RunContext& ctx, float* out) const {
@@ -184,7 +188,7 @@ class WinogradKernel final : public CpuKernel {
                std::int64_t begin, std::int64_t end) const {
     const float* x = ctx.at<float>(spec_.src.value);
     float* y = ctx.at<float>(spec_.dst.value);
-    float* u = buf + std::max(g_.c, g_.k);
+    float* u = buf + g_.c;
     float* m = u + 16 * u_step_;
     for (std::int64_t t0 = begin; t0 < end; t0 += block_) {
       const std::int64_t nt = std::min(block_, end - t0);
@@ -230,7 +234,7 @@ class WinogradKernel final : public CpuKernel {
       for (std::int64_t iy = 0; iy < g_.h; ++iy)
         for (std::int64_t ix = 0; ix < g_.w; ++ix)
           std::fill_n(dx + n * s[0] + iy * s[2] + ix * s[3], g_.c, 0.0f);
-    float* du = buf + std::max(g_.c, g_.k);
+    float* du = buf + g_.c;
     float* m = du + 16 * u_step_;
     for (std::int64_t t0 = begin; t0 < end; t0 += block_) {
       const std::int64_t nt = std::min(block_, end - t0);
@@ -251,8 +255,8 @@ class WinogradKernel final : public CpuKernel {
                         std::int64_t end) const {
     const float* x = ctx.at<float>(spec_.src.value);
     const float* dy = ctx.at<float>(spec_.dst.value);
-    std::fill_n(dw, 16 * g_.c * g_.k, 0.0f);
-    float* u = buf + std::max(g_.c, g_.k);
+    std::fill_n(dw, kernel_floats(), 0.0f);
+    float* u = buf + g_.c;
     float* m = u + 16 * u_step_;
     for (std::int64_t t0 = begin; t0 < end; t0 += block_) {
       const std::int64_t nt = std::min(block_, end - t0);
@@ -266,7 +270,7 @@ class WinogradKernel final : public CpuKernel {
 
   // The parts' sums added into the first, then G' . G into the kernel gradient's view.
   void write_weights_gradient(const RunContext& ctx, float* sums, int parts) const {
-    const std::int64_t size = 16 * g_.c * g_.k;
+    const std::int64_t size = kernel_floats();
     for (int part = 1; part < parts; ++part)
       for (std::int64_t i = 0; i < size; ++i) sums[i] += sums[part * size + i];
     float* dw = ctx.at<float>(spec_.weights.value);

@@ -183,16 +183,28 @@ namespace {
 template <int R, int W>
 void block(const float* a, std::int64_t ar, std::int64_t ac, const float* b, std::int64_t ldb,
            float* c, std::int64_t ldc, std::int64_t depth, bool accumulate) {
-  GLIA_WINO_ROW(0)
-  GLIA_WINO_ROW(1) GLIA_WINO_ROW(2) GLIA_WINO_ROW(3) GLIA_WINO_ROW(4)
-      GLIA_WINO_ROW(5) for (std::int64_t p = 0; p < depth; ++p) {
+  GLIA_WINO_ROW(0);
+  GLIA_WINO_ROW(1);
+  GLIA_WINO_ROW(2);
+  GLIA_WINO_ROW(3);
+  GLIA_WINO_ROW(4);
+  GLIA_WINO_ROW(5);
+  for (std::int64_t p = 0; p < depth; ++p) {
     const V b0 = load(b + p * ldb);
     const V b1 = W > 1 ? load(b + p * ldb + 8) : b0;
-    GLIA_WINO_FMA(0)
-    GLIA_WINO_FMA(1) GLIA_WINO_FMA(2) GLIA_WINO_FMA(3) GLIA_WINO_FMA(4) GLIA_WINO_FMA(5)
+    GLIA_WINO_FMA(0);
+    GLIA_WINO_FMA(1);
+    GLIA_WINO_FMA(2);
+    GLIA_WINO_FMA(3);
+    GLIA_WINO_FMA(4);
+    GLIA_WINO_FMA(5);
   }
-  GLIA_WINO_STORE(0)
-  GLIA_WINO_STORE(1) GLIA_WINO_STORE(2) GLIA_WINO_STORE(3) GLIA_WINO_STORE(4) GLIA_WINO_STORE(5)
+  GLIA_WINO_STORE(0);
+  GLIA_WINO_STORE(1);
+  GLIA_WINO_STORE(2);
+  GLIA_WINO_STORE(3);
+  GLIA_WINO_STORE(4);
+  GLIA_WINO_STORE(5);
 }
 #undef GLIA_WINO_ROW
 #undef GLIA_WINO_FMA
