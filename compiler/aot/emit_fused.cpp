@@ -1,14 +1,15 @@
 // FusedSpec sweeps as C loop nests (the nest's levels: loop_nest.hpp), so the innermost
-// loop is a plain strided loop that compilers vectorise. A reduction whose
-// innermost levels are all reduced sums into a local accumulator there; others into an
-// accumulator array: on the stack in a ranged sweep (the cpu backend's, which threads
-// split), else in the workspace. Virtual registers become const locals. Random words
-// come a Threefry block (two words) at a time, a chunk of the innermost loop ahead.
+// loop is a plain strided loop that compilers vectorise. Reductions accumulate where
+// sweep_accumulators.hpp places them; a reduced innermost loop runs in blocks of lanes,
+// or, too short for those, stores its operands in arrays combined after it. Virtual
+// registers become const locals. Random words come a Threefry block (two words) at a
+// time, a chunk of the innermost loop ahead.
 #include <algorithm>
 #include <set>
 
 #include "aot/emitter.hpp"
 #include "aot/loop_nest.hpp"
+#include "aot/sweep_accumulators.hpp"
 #include "glia/core/attrs.hpp"
 #include "glia/core/elementwise.hpp"
 #include "glia/core/error.hpp"
@@ -27,23 +28,8 @@ using Code = FusedSpec::Code;
 // loads, bounded it).
 constexpr std::int64_t kLanes = 16;
 constexpr int kLaneSets = 4;
-// The most elements a ranged sweep's accumulator array holds on the stack (32 KiB of
-// 8-byte accumulators); a larger one needs the workspace.
-constexpr std::int64_t kLocalArray = 4096;
-
-const char* monoid_name(Op op) {
-  switch (op) {
-    case Op::reduce_sum:
-      return "sum";
-    case Op::reduce_prod:
-      return "prod";
-    case Op::reduce_max:
-      return "max";
-    default:
-      return "min";
-  }
-}
-
+// The shortest reduced innermost loop staged (emit_sweep): one of 8 floats is one vector.
+constexpr std::int64_t kStagedMin = 8;
 // The accumulators of reduction `ri` in lane set `u` of a block.
 std::string lane_name(std::size_t ri, int u) { return cat("lane", ri, "_", u); }
 // An f32 sum's lanes in set `u` over a chunk of kF32SumChunk iterations (emitter.hpp).
@@ -55,120 +41,16 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   const Nest nest = make_nest(s);
   const std::size_t levels = nest.extent.size();
   std::set<ValueId> keys;  // random keys read before the loops
-  std::string pre, body;
-  // Reductions: where each accumulates (level at which a local starts, or levels: array).
-  struct Acc {
-    std::string name, type, t, m;
-    std::size_t level = 0;     // local from this level's loop on; == levels+1: an array
-    bool local_array = false;  // an array on the stack (ranged), else in the workspace
-    // The monoid's name `what` (acc, identity, widen, combine, narrow) for this type.
-    std::string fn(const char* what) const { return cat("glia_", m, "_", what, "_", t); }
-  };
-  std::string to_result, to_partial;  // level-0 locals: their results, or their partials
-  std::vector<Acc> accs;
+  std::string body;
   SweepText out;
-  std::int64_t scratch = 0;
-  std::vector<std::string> opened(levels + 1), closed(levels + 1);
-  // Whether an accumulator array takes the same element on consecutive iterations of the
-  // innermost loop (a dependence that loop carries): then no `ivdep`.
-  bool carried = false;
-  // Accumulator `slot` (8 bytes each) of a block of partials at `base`.
-  auto slot_at = [](const std::string& base, const std::string& slot, const std::string& type) {
-    return cat("*(", type, "*)(", base, " + 8 * (", slot, "))");
-  };
-  for (std::size_t ri = 0; ri < s.reductions.size(); ++ri) {
-    const auto& r = s.reductions[ri];
-    Acc a;
-    a.t = std::string(ew_c_type(r.dtype));
-    a.m = monoid_name(r.op);
-    a.type = a.fn("acc");
-    a.name = cat("acc", ri);
-    std::vector<std::int64_t> dims, strides;
-    reduction_map(r, dims, strides);
-    const std::string result = e.ptr(r.result);
-    std::size_t level = levels + 1;
-    if (nest.chain) {
-      std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
-      level = levels;
-      while (level > 0 && ls[level - 1] == 0) --level;
-      // A local holds a whole result element only when every outer level is kept.
-      bool outer_kept = true;
-      for (std::size_t l = 0; l < level; ++l) outer_kept = outer_kept && ls[l] != 0;
-      if (level == levels || !outer_kept) level = levels + 1;
-    }
-    if (level <= levels) {
-      std::string idx = "0";
-      std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
-      for (std::size_t l = 0; l < level; ++l)
-        if (ls[l] != 0) idx += cat(" + i", l, ls[l] == 1 ? "" : " * " + lit(ls[l]));
-      opened[level] += cat(a.type, " ", a.name, " = ", a.fn("identity"), "();\n");
-      const std::string write =
-          cat(result, "[", idx, "] = (", c_type(r.dtype), ")", a.fn("narrow"), "(", a.name, ");\n");
-      if (level > 0 || !ranged) {
-        closed[level] += write;
-      } else {
-        // Over the outer loop: a thread's part goes to `partial` for the merge.
-        const std::string slot = lit(out.partials);
-        to_result += write;
-        to_partial += cat(slot_at("(unsigned char*)partial", slot, a.type), " = ", a.name, ";\n");
-        out.merge += cat("{\n", a.type, " m = ", a.fn("identity"),
-                         "();\nfor (int t = 0; t < count; ++t) m = ", a.fn("combine"), "(m, ",
-                         slot_at("partials + t * stride", slot, "const " + a.type), ");\n", result,
-                         "[0] = (", c_type(r.dtype), ")", a.fn("narrow"), "(m);\n}\n");
-        ++out.partials;
-      }
-    } else if (ranged && kept_outer(nest, dims, strides) > 0 &&
-               kept_outer(nest, dims, strides) < levels &&
-               inner_block(nest, dims, strides) <= kLocalArray) {
-      // The outer levels up to `kept` each own a block of results (a sum over a middle
-      // axis): an array on the stack for one block, started in the innermost of those
-      // loops and written to the block after it.
-      const std::size_t kept = kept_outer(nest, dims, strides);
-      const std::vector<std::int64_t> ls = level_strides(nest, dims, strides);
-      const std::string arr = cat("arr", ri), n = lit(inner_block(nest, dims, strides));
-      std::string base = "0", inner = "0";
-      for (std::size_t l = 0; l < levels; ++l)
-        if (ls[l] != 0) (l < kept ? base : inner) += cat(" + i", l, " * ", lit(ls[l]));
-      opened[kept] += cat(a.type, " ", arr, "[", n, "];\nfor (int64_t q = 0; q < ", n, "; ++q) ",
-                          arr, "[q] = ", a.fn("identity"), "();\n");
-      closed[kept] += cat("for (int64_t q = 0; q < ", n, "; ++q) ", result, "[", base, " + q] = (",
-                          c_type(r.dtype), ")", a.fn("narrow"), "(", arr, "[q]);\n");
-      a.name = cat(arr, "[", inner, "]");
-      a.local_array = true;
-      carried = carried || ls[levels - 1] == 0;
-    } else if (ranged && kept_outer(nest, dims, strides) == 0 && r.numel <= kLocalArray) {
-      // An array on the stack: a thread's part of the outer loop goes to `partial` whole,
-      // and the merge combines the threads' arrays element by element.
-      const std::string arr = cat("arr", ri), n = lit(r.numel);
-      const std::string slot = cat(lit(out.partials), " + q");
-      pre += cat(a.type, " ", arr, "[", n, "];\nfor (int64_t q = 0; q < ", n, "; ++q) ", arr,
-                 "[q] = ", a.fn("identity"), "();\n");
-      to_result += cat("for (int64_t q = 0; q < ", n, "; ++q) ", result, "[q] = (", c_type(r.dtype),
-                       ")", a.fn("narrow"), "(", arr, "[q]);\n");
-      to_partial += cat("for (int64_t q = 0; q < ", n, "; ++q) ",
-                        slot_at("(unsigned char*)partial", slot, a.type), " = ", arr, "[q];\n");
-      out.merge +=
-          cat("for (int64_t q = 0; q < ", n, "; ++q) {\n", a.type, " m = ", a.fn("identity"),
-              "();\nfor (int t = 0; t < count; ++t) m = ", a.fn("combine"), "(m, ",
-              slot_at("partials + t * stride", slot, "const " + a.type), ");\n", result, "[q] = (",
-              c_type(r.dtype), ")", a.fn("narrow"), "(m);\n}\n");
-      out.partials += int(r.numel);
-      a.name = cat(arr, "[", offset_expr(nest, dims, strides, 0), "]");
-      a.local_array = true;
-      carried = carried || !nest.chain || levels == 0 ||
-                level_strides(nest, dims, strides)[levels - 1] == 0;
-    } else {
-      const std::string arr = cat("((", a.type, "*)(ws + ", lit(e.scratch_offset + scratch), "))");
-      pre += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", arr,
-                 "[q] = ", a.fn("identity"), "();\n");
-      closed[0] += cat("for (int64_t q = 0; q < ", lit(r.numel), "; ++q) ", result, "[q] = (",
-                       c_type(r.dtype), ")", a.fn("narrow"), "(", arr, "[q]);\n");
-      a.name = cat(arr, "[", offset_expr(nest, dims, strides, 0), "]");
-      scratch += (r.numel * 8 + 63) / 64 * 64;
-    }
-    a.level = level;
-    accs.push_back(a);
-  }
+  // Reductions: where each accumulates (sweep_accumulators.hpp).
+  SweepAccumulators placed = place_accumulators(e, s, nest, ranged, out);
+  const std::vector<SweepAccumulator>& accs = placed.accs;
+  std::vector<std::string>&opened = placed.opened, &closed = placed.closed;
+  const std::string &to_result = placed.to_result, &to_partial = placed.to_partial;
+  const std::int64_t scratch = placed.scratch;
+  const bool carried = placed.carried;
+  std::string pre = placed.pre;
   e.scratch_bytes = std::max(e.scratch_bytes, scratch);
   // A reduced innermost loop (every local accumulates across it) runs in blocks of
   // kLanes * sets iterations, then of kLanes, each lane of each set with its own
@@ -185,6 +67,23 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
                       std::any_of(s.code.begin(), s.code.end(), [](const FusedSpec::Instr& in) {
                         return in.code == Code::random;
                       });
+  // A reduced innermost loop too short for blocks of lanes (a row of 10 classes) stores
+  // each iteration's operand of every local in an array (staged), combined in order after
+  // the loop: the loop carries no dependence and vectorises, its vector-library calls
+  // included, where GCC 12 unrolled it completely and called exp once an element. The
+  // sums add in the same order as before.
+  const std::int64_t inner = levels > 0 ? nest.extent[levels - 1] : 0;
+  const bool staged = ivdep && levels >= 2 && !lanes && !paired && !locals.empty() &&
+                      inner >= kStagedMin && inner < 2 * kLanes;
+  std::string staged_arrays;
+  for (std::size_t ri : staged ? locals : std::vector<std::size_t>{}) {
+    const DType t = s.reductions[ri].dtype;
+    staged_arrays +=
+        cat(t == DType::boolean ? "int" : c_type(t), " s", ri, "[", lit(inner), "];\n");
+    closed[levels - 1] = cat("for (int64_t q = 0; q < ", lit(inner), "; ++q) ", accs[ri].name,
+                             " = ", accs[ri].fn("combine"), "(", accs[ri].name, ", ",
+                             accs[ri].fn("widen"), "(s", ri, "[q]));\n", closed[levels - 1]);
+  }
   // The body where a block's lanes accumulate (see `lanes`), for each set of lanes: one
   // set where the innermost loop is too short for a block of them all.
   const int sets = levels > 0 && nest.extent[levels - 1] >= kLanes * kLaneSets ? kLaneSets : 1;
@@ -251,13 +150,17 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
           body += cat(e.ptr(in.value), "[", flat_expr(nest), "] = ", a, ";\n");
         break;
       case Code::reduce: {
-        const Acc& acc = accs[std::size_t(in.reduction)];
+        const SweepAccumulator& acc = accs[std::size_t(in.reduction)];
         auto update = [&](const std::string& name) {
           return cat(name, " = ", acc.fn("combine"), "(", name, ", ", acc.fn("widen"), "(", a,
                      "));\n");
         };
-        body += update(acc.name);
         const auto ri = std::size_t(in.reduction);
+        if (staged && acc.level <= levels) {
+          body += cat("s", ri, "[i", levels - 1, "] = ", a, ";\n");
+          continue;
+        }
+        body += update(acc.name);
         for (int u = 0; u < sets; ++u) {
           const std::string lane =
               update(acc.level <= levels ? lane_name(ri, u) + "[g]" : acc.name);
@@ -292,7 +195,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   // then owns its results, or a thread's part of the outer loop its partials) and
   // nothing runs before or after it.
   out.splittable = levels > 0;
-  for (const Acc& a : accs)
+  for (const SweepAccumulator& a : accs)
     out.splittable =
         out.splittable &&
         (a.local_array || ((a.level >= 1 || (ranged && a.level == 0)) && a.level <= levels));
@@ -344,7 +247,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
         for (int u = 0; u < sets; ++u) text += block(block_body[std::size_t(u)], u * kLanes);
         text += "}\n";
         for (std::size_t ri : parts) {
-          const Acc& a = accs[ri];
+          const SweepAccumulator& a = accs[ri];
           auto part = [&](int u) {
             return cat(a.fn("widen"), "(", chunk_part_name(ri, u), "[g])");
           };
@@ -358,7 +261,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
       text += cat("for (; ", blk, " + ", n, " <= ", hi, "; ", blk, " += ", n, ") {\n",
                   block(lane_body[0], 0), "}\n");
       for (std::size_t ri : locals) {
-        const Acc& a = accs[ri];
+        const SweepAccumulator& a = accs[ri];
         text += cat("for (int g = 0; g < ", n, "; ++g) {\n");
         for (int u = 1; u < lane_sets(ri); ++u)
           text += cat(lane_name(ri, 0), "[g] = ", a.fn("combine"), "(", lane_name(ri, 0), "[g], ",
@@ -373,6 +276,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
       if (ivdep) text += "#pragma GCC ivdep\n";
       text += cat("for (int64_t ", i, " = c; ", i, " < c_end; ++", i, ") {\n");
     } else {
+      if (staged) text += staged_arrays + "#pragma GCC unroll 1\n";
       if (ivdep) text += "#pragma GCC ivdep\n";
       text += header;
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "compiler/cpu_native_util.hpp"
+#include "glia/autograd/grad.hpp"
 
 namespace glia::testing {
 namespace {
@@ -155,6 +156,70 @@ TEST(CpuNative, RowReductionsReachEveryLaneSetBlockAndRemainder) {
         EXPECT_NEAR(got[1].data<float>()[r], total, 1e-4) << "row " << r;
       }
     }
+  }
+}
+
+// Row reductions whose rows are too short for lanes (a classifier's 10 classes): each
+// row's operands are staged in an array and combined in order after the row, so the loop
+// vectorises, exp and log included. The cross-entropy's gradient (a clamp feeding a
+// select) left its loop scalar, and the tile executor ran that sweep. Checked against sums
+// by hand: each row's max exactly, a NaN in a row in every result of that row only.
+TEST(CpuNative, ShortRowReductionsVectoriseTheirRows) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  GLIA_REQUIRE_C_COMPILER();
+  ScopedCache cache("short_rows");
+  constexpr std::int64_t kRows = 37;
+  for (std::int64_t cols : {8, 10, 13, 31}) {
+    SCOPED_TRACE(cat(cols, " columns"));
+    Graph g = trace(
+        [](const std::vector<Expr>& in) {
+          Expr p = softmax(in[0]);
+          Expr loss = -sum(in[1] * log(max(p, 1e-7)));
+          std::vector<Expr> out = gradients(loss, {in[0]});
+          out.push_back(loss);
+          out.push_back(reduce_max(in[0], {1}));
+          out.push_back(sum(exp(in[0]), {1}));
+          return out;
+        },
+        {{f32, {kRows, cols}}, {f32, {kRows, cols}}}, "short_rows");
+    std::vector<float> x(std::size_t(kRows * cols)), y(x.size(), 0.f);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 13) % 29) / 7.f - 2.f;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      x[std::size_t(r * cols + (r * 5) % cols)] = 3.f + float(r % 3);  // the row's max
+      y[std::size_t(r * cols + (r * 3) % cols)] = 1.f;
+    }
+    x[std::size_t(11 * cols + cols - 1)] = std::nanf("");  // row 11's last column
+    std::vector<Tensor> in{Tensor::from<float>(x, Shape{kRows, cols}),
+                           Tensor::from<float>(y, Shape{kRows, cols})};
+    auto exe = on_cpu(g, 1);
+    EXPECT_EQ(count_text(exe->describe(), "glia tile executor"), 0) << exe->describe();
+    std::vector<Tensor> got = exe->run(in);
+    ASSERT_EQ(got.size(), 4u);
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      const float* row = x.data() + r * cols;
+      const float* grad = got[0].data<float>() + r * cols;
+      if (r == 11) {
+        EXPECT_TRUE(std::isnan(got[2].data<float>()[r]));
+        EXPECT_TRUE(std::isnan(got[3].data<float>()[r]));
+        EXPECT_TRUE(std::isnan(grad[0]));
+        continue;
+      }
+      double top = row[0], total = 0, shifted = 0;
+      for (std::int64_t c = 0; c < cols; ++c) top = std::max(top, double(row[c]));
+      for (std::int64_t c = 0; c < cols; ++c) {
+        total += std::exp(double(row[c]));
+        shifted += std::exp(double(row[c]) - top);
+      }
+      EXPECT_EQ(got[2].data<float>()[r], float(top)) << "row " << r;
+      EXPECT_NEAR(got[3].data<float>()[r], total, 1e-5 * total) << "row " << r;
+      // d/dx of -log(softmax(x)[t]) is softmax(x) - onehot(t) where no p is clamped.
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const double p = std::exp(double(row[c]) - top) / shifted;
+        EXPECT_NEAR(grad[c], p - y[std::size_t(r * cols + c)], 1e-5) << "row " << r << ", " << c;
+      }
+      if (r == 12) EXPECT_FALSE(std::isnan(grad[0]));  // the NaN stays in its row
+    }
+    EXPECT_TRUE(std::isnan(got[1].item<float>()));  // the loss sums row 11 too
   }
 }
 
