@@ -21,34 +21,17 @@
 #include <limits>
 #include <new>
 
+#include "backends/cpu/exp_nonpositive.hpp"
 #include "backends/cpu/fused_program.hpp"
 #include "backends/cpu/realise.hpp"
 #include "backends/cpu/softmax_rows.hpp"
 #include "backends/cpu/spin_team.hpp"
-#include "backends/cpu/vector_exp.h"
 
 namespace glia::detail::cpu {
 
 namespace {
 
 constexpr std::int64_t kBlock = 4096;
-
-// exp(x) for x <= 0 or NaN (x - the block's max), flushing results below 2^-126 to 0 as
-// the runs' FTZ does: vector_exp.h's reduction and polynomial (within 1.01 ulp), with n
-// rounded by adding 1.5 * 2^23 and 2^n built from that sum's low bits in one step, and
-// no upper clamp. On a row of a million floats the exponentials were ~60% of the time;
-// this is 16 vector operations to vector_exp.h's 22.
-__attribute__((target("avx2,fma"))) inline __m256 exp8_nonpositive(__m256 x) {
-  const __m256 magic = _mm256_set1_ps(12582912.f);  // 1.5 * 2^23: adding it rounds
-  x = _mm256_max_ps(_mm256_set1_ps(-88.f), x);      // -inf -> 0; NaN (second) passes
-  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
-  const __m256 n = _mm256_sub_ps(t, magic);
-  GLIA_EXP_POLY(_mm256, __m256)
-  // t's bits end in n (two's complement): + 127 and << 23 make 2^n, 0 for n = -127.
-  const __m256i scale =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
-}
 
 // A block after pass 1: its max, its exponentials' sum, NaN met; then its factor.
 struct Block {
