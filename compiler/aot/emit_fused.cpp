@@ -34,6 +34,8 @@ constexpr std::int64_t kStagedMin = 8;
 std::string lane_name(std::size_t ri, int u) { return cat("lane", ri, "_", u); }
 // An f32 sum's lanes in set `u` over a chunk of kF32SumChunk iterations (emitter.hpp).
 std::string chunk_part_name(std::size_t ri, int u) { return cat("part", ri, "_", u); }
+// A virtual register's C type: bool registers are ints holding 0 or 1 (see emit_sweep).
+std::string register_type(DType t) { return t == DType::boolean ? "int" : c_type(t); }
 
 }  // namespace
 
@@ -76,10 +78,9 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
   const bool staged = ivdep && levels >= 2 && !lanes && !paired && !locals.empty() &&
                       inner >= kStagedMin && inner < 2 * kLanes;
   std::string staged_arrays;
-  for (std::size_t ri : staged ? locals : std::vector<std::size_t>{}) {
-    const DType t = s.reductions[ri].dtype;
-    staged_arrays +=
-        cat(t == DType::boolean ? "int" : c_type(t), " s", ri, "[", lit(inner), "];\n");
+  for (std::size_t ri : locals) {
+    if (!staged) break;
+    staged_arrays += cat(register_type(s.reductions[ri].dtype), " s", ri, "[", lit(inner), "];\n");
     closed[levels - 1] = cat("for (int64_t q = 0; q < ", lit(inner), "; ++q) ", accs[ri].name,
                              " = ", accs[ri].fn("combine"), "(", accs[ri].name, ", ",
                              accs[ri].fn("widen"), "(s", ri, "[q]));\n", closed[levels - 1]);
@@ -101,7 +102,7 @@ SweepText emit_sweep(Emitter& e, const FusedSpec::Sweep& s, std::size_t si, bool
     // casts to bool, mask bytes read != 0): GCC 12 vectorises no loop with a _Bool
     // register beside floats ("no vectype"; the loss gradient's selects on comparisons).
     auto def = [&](DType t, const std::string& value) {
-      return cat("const ", t == DType::boolean ? "int" : c_type(t), " ", d, " = ", value, ";\n");
+      return cat("const ", register_type(t), " ", d, " = ", value, ";\n");
     };
     const std::string a = cat("r", in.a), b = cat("r", in.b), c = cat("r", in.c);
     switch (in.code) {
