@@ -3,8 +3,10 @@
 // copies device memory without going through the allocator gives wrong values.
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <sstream>
+#include <string>
 #include <utility>
 
 #include "core/test_util.hpp"
@@ -132,6 +134,34 @@ TEST(Device, HostBuffersRoundUpAndCount) {
   AllocationStats after = allocation_stats();
   EXPECT_EQ(after.count - before.count, 1);
   EXPECT_EQ(after.bytes - before.bytes, 128);
+}
+
+// The VmFlags of the mapping holding `p` in /proc/self/smaps; empty where there is none.
+std::string mapping_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(' ') != std::string::npos)
+      inside = lo <= at && at < hi;
+    else if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line;
+  }
+  return {};
+}
+
+TEST(Device, LargeHostBuffersAskForHugePages) {
+  const std::size_t bytes = (std::size_t(9) << 20) + 100;  // over 8 MiB, not whole pages
+  auto b = Buffer::allocate(Device::host(), bytes);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b->data()) % (std::size_t(2) << 20), 0u);
+  std::memset(b->data(), 0x5A, bytes);  // every byte is ours to write
+  EXPECT_EQ(static_cast<unsigned char*>(b->data())[bytes - 1], 0x5A);
+  const std::string flags = mapping_flags(b->data());
+  if (flags.empty()) GTEST_SKIP() << "no /proc/self/smaps here to read the mapping's flags from";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;  // MADV_HUGEPAGE
 }
 
 TEST_F(FakeDevice, RoundTripsBitExactly) {
