@@ -1,10 +1,12 @@
 // Algebraic simplification and constant folding: the graph is rebuilt node by node,
 // each node either copied (inputs remapped) or replaced by a value of the same type
 // that computes the same thing with fewer or cheaper nodes.
+#include <optional>
 #include <vector>
 
 #include "glia/compiler/passes.hpp"
 #include "passes/constants.hpp"
+#include "passes/scatter_sums.hpp"
 
 namespace glia {
 
@@ -103,6 +105,7 @@ class Simplifier {
     if (ValueId r = compose(n); r != kKeep) return r;
     if (ValueId r = join_pads(n); r != kKeep) return r;
     if (ValueId r = unit_reduction(n); r != kKeep) return r;
+    if (std::optional<ValueId> r = passes::sum_of_scatter(out_, n)) return *r;
     return keep_reduced_axes(n, src);
   }
 
