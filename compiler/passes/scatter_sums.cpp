@@ -37,26 +37,20 @@ bool windows_fit(const WindowAttrs& w, const Ints& axes, bool whole) {
   return true;
 }
 
-bool same_windows(const WindowAttrs& a, const WindowAttrs& b) {
-  return a.window == b.window && a.strides == b.strides && a.padding_low == b.padding_low &&
-         a.padding_high == b.padding_high && a.base_dilation == b.base_dilation &&
-         a.window_dilation == b.window_dilation;
-}
-
 // A window_max of x over these windows already in the graph: the forward pass's pool.
-std::optional<ValueId> pooled_max(const Graph& g, ValueId x, const WindowAttrs& windows) {
+std::optional<ValueId> pooled_max(const Graph& g, ValueId x, const Attrs& windows) {
   for (ValueId id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
-    if (n.op == Op::window_max && n.inputs[0] == x &&
-        same_windows(std::get<WindowAttrs>(n.attrs), windows))
-      return id;
+    if (n.op == Op::window_max && n.inputs[0] == x && attrs_equal(n.attrs, windows)) return id;
   }
   return std::nullopt;
 }
 
-bool is_zero(const Graph& g, ValueId id) {
+// The splat's value where `id` is a numeric splat of 0.
+std::optional<Tensor> zero_splat(const Graph& g, ValueId id) {
   std::optional<Tensor> s = splat_value(g, id);
-  return s && s->dtype() != DType::boolean && s->element(0) == 0;
+  if (s && s->dtype() != DType::boolean && s->element(0) == 0) return s;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -69,7 +63,9 @@ std::optional<ValueId> sum_of_scatter(Graph& g, const Node& n) {
     if (!windows_fit(std::get<WindowAttrs>(operand.attrs), reduce.axes, true)) return std::nullopt;
     return g.add(Op::reduce_sum, {operand.inputs[1]}, reduce);
   }
-  if (operand.op != Op::select || !is_zero(g, operand.inputs[2])) return std::nullopt;
+  if (operand.op != Op::select) return std::nullopt;
+  std::optional<Tensor> otherwise = zero_splat(g, operand.inputs[2]);
+  if (!otherwise) return std::nullopt;
   const Node& test = g.node(operand.inputs[0]);
   const Node& scatter = g.node(operand.inputs[1]);
   if (test.op != Op::gt || scatter.op != Op::select_and_scatter) return std::nullopt;
@@ -78,12 +74,12 @@ std::optional<ValueId> sum_of_scatter(Graph& g, const Node& n) {
   if (test.inputs[0] != x || !bound) return std::nullopt;
   const auto& windows = std::get<WindowAttrs>(scatter.attrs);
   if (!windows_fit(windows, reduce.axes, false)) return std::nullopt;
-  std::optional<ValueId> max = pooled_max(g, x, windows);
+  std::optional<ValueId> max = pooled_max(g, x, scatter.attrs);
   if (!max) return std::nullopt;  // pooling anew would read x as the sum does
   const TensorType& pooled = g.type(source);
   ValueId c = add_splat(g, *bound, pooled);
   ValueId kept = g.add(Op::gt, {*max, c});
-  ValueId zero = add_splat(g, *splat_value(g, operand.inputs[2]), pooled);
+  ValueId zero = add_splat(g, *otherwise, pooled);
   ValueId masked = g.add(Op::select, {kept, source, zero});
   return g.add(Op::reduce_sum, {masked}, reduce);
 }

@@ -25,10 +25,11 @@ inline constexpr std::int64_t kFoldElementLimit = 64 * 1024;
 // on a constant predicate. Composes reshape/reshape, transpose/transpose and
 // broadcast/broadcast chains, and turns a reduction whose only use reshapes it to the
 // keep_axes shape into a keep_axes reduction. Sums a select_and_scatter (masked by
-// gt(x, c) or not) over its windows' axes from its source (passes/scatter_sums.hpp). Folds
-// constants: element-wise and layout ops on splats (a scalar constant broadcast) stay splats of any
-// size; other nodes whose inputs are all constant (random_bits excepted) are evaluated with their
-// reference kernel when small enough (kFoldElementLimit). Dead nodes are left behind for prune.
+// gt(x, c) or not) over its windows' axes from its source (passes/scatter_sums.hpp).
+// Folds constants: element-wise and layout ops on splats (a scalar constant broadcast)
+// stay splats of any size; other nodes whose inputs are all constant (random_bits
+// excepted) are evaluated with their reference kernel when small enough
+// (kFoldElementLimit). Dead nodes are left behind for prune.
 Graph simplify(const Graph& graph);
 
 // Merges nodes with the same op, the same inputs (in either order for add, multiply,
