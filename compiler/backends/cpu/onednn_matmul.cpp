@@ -1,10 +1,12 @@
 // MatmulSpecs on the cpu backend: oneDNN's matmul primitive (post-ops for the epilogue),
-// made once at compile time, or glia's small kernel for tiny products (small_matmul.hpp).
+// made once at compile time, or glia's small kernel for tiny products (small_matmul.hpp);
+// products that may skip zeros of their left operand wrap it (zero_skip_matmul.hpp).
 #include <sstream>
 #include <unordered_map>
 
 #include "backends/cpu/onednn_util.hpp"
 #include "backends/cpu/small_matmul.hpp"
+#include "backends/cpu/zero_skip_matmul.hpp"
 
 namespace glia::detail::cpu {
 
@@ -112,7 +114,10 @@ std::unique_ptr<CpuKernel> realise_matmul(const Graph&, const Kernel& kernel,
   if (s.dtype != DType::f32 || s.batch.size() + 2 > std::size_t(DNNL_MAX_NDIMS)) return nullptr;
   if (is_small_matmul(s))
     if (auto small = make_small_matmul_kernel(s, kernel.outputs[0])) return small;
-  return MatmulKernel::create(s, kernel.outputs[0], engine);
+  std::unique_ptr<CpuKernel> dense = MatmulKernel::create(s, kernel.outputs[0], engine);
+  if (dense != nullptr && zero_skip_fits(s))
+    return make_zero_skip_matmul(s, kernel.outputs[0], std::move(dense));
+  return dense;
 }
 
 }  // namespace glia::detail::cpu

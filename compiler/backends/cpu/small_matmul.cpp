@@ -14,15 +14,15 @@
 #include <type_traits>
 #include <utility>
 
+#include "backends/cpu/matmul_epilogue.hpp"
 #include "backends/cpu/spin_team.hpp"
-#include "glia/core/elementwise.hpp"
 
 namespace glia::detail::cpu {
 
 namespace {
 
-// The small kernel's table of epilogue operands, and of batch indices.
-constexpr std::size_t kMaxOperands = 8, kMaxBatchDims = 10;
+// The small kernel's table of batch indices.
+constexpr std::size_t kMaxBatchDims = 10;
 
 // Eight floats as GCC's generic vector: an AVX register in the AVX2 clone below, two SSE
 // registers in the default one. Arrays of these, fully unrolled, stay in registers, where
@@ -67,47 +67,6 @@ inline void sum_columns(const float* a, std::int64_t ak, const float* w, std::in
       d = acc[0][c] + acc[1][c];
     else
       d = (acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c]);
-  }
-}
-
-// The epilogue of the rows of one batch element: each add's operand at the first row and
-// column computed, and its row and column strides (0: broadcast along it).
-// Only the entries of the adds among `steps` are set (zeroing the tables costs a rep stos).
-struct RowsEpilogue {
-  const EpilogueSpec::Step* steps;
-  std::size_t count;
-  const float* operand[kMaxOperands];
-  std::int64_t row_stride[kMaxOperands], column_stride[kMaxOperands];
-};
-
-// The epilogue on v[0, len), columns j.. of row i. Inlined into each clone below, so a
-// block of constant length runs it in that clone's vectors, on sums still in registers.
-inline void apply_epilogue(const RowsEpilogue& e, std::int64_t i, std::int64_t j,
-                           float* __restrict v, std::int64_t len) {
-  std::size_t next = 0;
-  for (std::size_t s = 0; s < e.count; ++s) {
-    switch (e.steps[s]) {
-      case EpilogueSpec::Step::add: {
-        const std::int64_t pn = e.column_stride[next];
-        const float* __restrict p = e.operand[next] + i * e.row_stride[next] + j * pn;
-        ++next;
-        if (pn == 1) {
-          for (std::int64_t c = 0; c < len; ++c) v[c] += p[c];
-        } else {
-          for (std::int64_t c = 0; c < len; ++c) v[c] += p[c * pn];
-        }
-        break;
-      }
-      case EpilogueSpec::Step::relu:  // as max(x, 0): NaN propagates
-        for (std::int64_t c = 0; c < len; ++c) v[c] = v[c] < 0.0f ? 0.0f : v[c];
-        break;
-      case EpilogueSpec::Step::tanh:
-        for (std::int64_t c = 0; c < len; ++c) v[c] = ew::Tanh{}(v[c]);
-        break;
-      case EpilogueSpec::Step::logistic:
-        for (std::int64_t c = 0; c < len; ++c) v[c] = ew::Logistic{}(v[c]);
-        break;
-    }
   }
 }
 
@@ -222,13 +181,7 @@ class SmallMatmulKernel final : public CpuKernel {
     const MatmulSpec& s = shape_;
     const std::size_t nb = s.batch.size();
     const std::vector<EpilogueSpec::Operand>& ops = s.epilogue.operands;
-    RowsEpilogue e;
-    e.steps = s.epilogue.steps.data();
-    e.count = s.epilogue.steps.size();
-    for (std::size_t o = 0; o < ops.size(); ++o) {
-      e.row_stride[o] = ops[o].strides[nb];
-      e.column_stride[o] = ops[o].strides[nb + 1];
-    }
+    RowsEpilogue e = rows_epilogue(s.epilogue, nb);
     std::int64_t index[kMaxBatchDims];  // the batch multi-index
     std::fill(index, index + nb, 0);
     for (std::int64_t b = 0; b < batch_count_; ++b) {
