@@ -4,9 +4,10 @@
 //  1. a sample of the left operand (8 x 8 runs of 8 elements spread over it) decides
 //     whether counting is worth it: at most kZeroSkipDensity nonzero;
 //  2. in one parallel region, each thread counts the entries of its share of the pairs
-//     and checks its share of the right operand's rows for infinities and NaN; the
-//     counts decide (at most kZeroSkipDensity of each pair's k), their prefix sums place
-//     each pair's entries in the scratchpad;
+//     and copies its share of the right operand's rows into the scratchpad, in blocks of
+//     columns with contiguous rows (pack_rows), checking them for infinities and NaN;
+//     the counts decide (at most kZeroSkipDensity of each pair's k), their prefix sums
+//     place each pair's entries in the scratchpad;
 //  3. in a second region, each thread takes a range of pairs holding about an equal share
 //     of the entries, lists their entries (k, both values) and sums the pairs' products
 //     over them (zero_skip_loops.inc), the epilogue included.
@@ -43,14 +44,15 @@ struct Loops {
   using Count = std::int64_t (*)(const float*, std::int64_t, std::int64_t, std::int64_t,
                                  std::int64_t, std::int64_t, std::int32_t*, std::int32_t*);
   Count count_rows, count_columns;
-  bool (*finite_rows)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
+  bool (*pack_rows)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                    std::int64_t, float*);
   void (*fill_rows)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                     std::int64_t, const std::int64_t*, Entry*);
   void (*fill_columns)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                        std::int64_t, std::int64_t*, Entry*);
-  void (*product_rows)(const Entry*, const std::int64_t*, const float*, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t,
-                       const RowsEpilogue&, float*, const Entry**);
+  void (*product_rows)(const Entry*, const std::int64_t*, const float*, std::int64_t, const float*,
+                       std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float*,
+                       std::int64_t, const RowsEpilogue&, float*, const Entry**);
 };
 
 // The bytes of a block of weights (a range of k times a block of columns) that one pass
@@ -113,8 +115,9 @@ class ZeroSkipMatmul final : public CpuKernel {
     starts_bytes_ = aligned(sizeof(std::int64_t) * std::size_t(pairs_ + 1));
     spare_bytes_ = aligned(sizeof(float) * std::size_t(s.n)) +
                    aligned(sizeof(const Entry*) * std::size_t(pairs_));
-    own_bytes_ =
-        counts_bytes_ + 2 * starts_bytes_ + spare_bytes_ + sizeof(Entry) * std::size_t(capacity_);
+    packed_bytes_ = aligned(sizeof(float) * std::size_t(s.k * s.n));
+    own_bytes_ = counts_bytes_ + 2 * starts_bytes_ + spare_bytes_ + packed_bytes_ +
+                 sizeof(Entry) * std::size_t(capacity_);
   }
 
   void run(RunContext& ctx) const override {
@@ -170,7 +173,8 @@ class ZeroSkipMatmul final : public CpuKernel {
     auto* spare = reinterpret_cast<float*>(scratch);
     auto* cursor =
         reinterpret_cast<const Entry**>(scratch + aligned(sizeof(float) * std::size_t(s_.n)));
-    auto* entries = reinterpret_cast<Entry*>(scratch + spare_bytes_);
+    auto* packed = reinterpret_cast<float*>(scratch + spare_bytes_);
+    auto* entries = reinterpret_cast<Entry*>(scratch + spare_bytes_ + packed_bytes_);
     const int parts = std::clamp(run_threads(), 1, kMaxParts);
     const std::int64_t m = s_.m, k = s_.k, n = s_.n, pairs = pairs_;
 
@@ -181,7 +185,7 @@ class ZeroSkipMatmul final : public CpuKernel {
       const std::int64_t p0 = pairs * p / parts, p1 = pairs * (p + 1) / parts;
       found[p] = (rows_layout_ ? loops_->count_rows : loops_->count_columns)(a, lda_, m, k, p0, p1,
                                                                              counts, lanes);
-      finite[p] = loops_->finite_rows(b, ldb_, n, k * p / parts, k * (p + 1) / parts);
+      finite[p] = loops_->pack_rows(b, ldb_, n, k, k * p / parts, k * (p + 1) / parts, packed);
     });
     std::int64_t total = 0;
     for (int p = 0; p < parts; ++p) {
@@ -219,8 +223,8 @@ class ZeroSkipMatmul final : public CpuKernel {
         std::copy(start + p0, start + p1, next + p0);  // each pair's next entry
         loops_->fill_columns(a, lda_, m, k, p0, p1, next, entries);
       }
-      loops_->product_rows(entries, start, b, ldb_, m, k, n, p0, p1, y, ldy_, epilogue, spare,
-                           cursor);
+      loops_->product_rows(entries, start, b, ldb_, packed, m, k, n, p0, p1, y, ldy_, epilogue,
+                           spare, cursor);
     });
     return true;
   }
@@ -233,7 +237,8 @@ class ZeroSkipMatmul final : public CpuKernel {
   std::int64_t lda_ = 0, ldb_ = 0, ldy_ = 0;
   std::int64_t pairs_ = 0;     // of product rows, the last alone where m is odd
   std::int64_t capacity_ = 0;  // the most entries a run lists
-  std::size_t counts_bytes_ = 0, starts_bytes_ = 0, spare_bytes_ = 0, own_bytes_ = 0;
+  std::size_t counts_bytes_ = 0, starts_bytes_ = 0, spare_bytes_ = 0, packed_bytes_ = 0;
+  std::size_t own_bytes_ = 0;
   mutable std::atomic<std::int64_t> runs_{0}, skipped_{0};
 };
 
