@@ -182,7 +182,9 @@ int run_bench(Settings s) {
   }
   std::unique_ptr<TrainData> data;
   bool any_epoch = std::any_of(cases.begin(), cases.end(), [](auto* c) { return c->epoch; });
-  if (any_epoch) {
+  bool any_data =
+      std::any_of(cases.begin(), cases.end(), [](auto* c) { return c->epoch || c->test_images; });
+  if (any_data) {
     data = std::make_unique<TrainData>(load_train_data(data_dir));
     env.data = data->synthetic
                    ? "synthetic (random images and labels of MNIST's size: no MNIST in " +
@@ -190,7 +192,7 @@ int run_bench(Settings s) {
                    : "MNIST from " + data_dir;
   }
   print_header(s, env);
-  if (any_epoch) std::cout << "Training data: " << env.data << "\n";
+  if (any_data) std::cout << (any_epoch ? "Training data: " : "Test images: ") << env.data << "\n";
 
   CaseContext context{.threads = s.threads, .epoch_fraction = s.epoch_fraction, .data = data.get()};
   std::vector<CaseResult> results;

@@ -20,6 +20,7 @@ struct CaseInfo {
   bool interp_by_default = true;  // false where the interpreter would take minutes
   bool has_peer = true;           // LibTorch runs it too
   bool epoch = false;             // a training epoch over MNIST (--epoch-fraction applies)
+  bool test_images = false;       // predicts MNIST's test images (uniform pixels without them)
   std::string model;              // epoch cases: "mlp", "cnn" or "lstm"
   std::int64_t batch = 0;         // predict and epoch cases
   // aot_* cases: the JIT case with the same model, parameters and input, run beside the
@@ -29,10 +30,11 @@ struct CaseInfo {
 const std::vector<CaseInfo>& all_cases();
 
 // MNIST's 60,000 training images as the MLP takes them ([N, 784] f32 in [0, 1], one-hot
-// labels [N, 10]): the real files in `dir`, or synthetic data of the same size when they
-// are absent (`synthetic` says which).
+// labels [N, 10]) and its 10,000 test images: the real files in `dir`, or synthetic data
+// of the same size when they are absent (`synthetic` says which).
 struct TrainData {
   Dataset train;
+  Tensor test_x;  // the 10,000 test images [10000, 784] (uniform pixels where synthetic)
   bool synthetic = false;
 };
 TrainData load_train_data(const std::string& dir);
@@ -40,7 +42,7 @@ TrainData load_train_data(const std::string& dir);
 struct CaseContext {
   int threads = 0;                  // CompileOptions::threads for jitted functions
   double epoch_fraction = 1;        // epoch cases time this part of an epoch, then scale
-  const TrainData* data = nullptr;  // epoch cases
+  const TrainData* data = nullptr;  // epoch cases and those on the test images
 };
 
 struct PreparedCase {

@@ -141,8 +141,8 @@ TEST(CpuZeroSkip, DenseOperandsRunTheDenseKernel) {
   GLIA_REQUIRE_CPU_BACKEND();
   auto w = sparse_values(kK, kN, 100, 10), b = sparse_values(1, kN, 100, 11);
   auto exe = compile_graph(forward_graph(kM, kK, kN), "cpu");
-  // 60% nonzero: the sample sends it to oneDNN. 35% nonzero passes the sample, but pairs
-  // of rows are about 58% nonzero: the count does.
+  // 60% nonzero, and 35%: pairs of rows are then ~58% nonzero, as the sample of pairs
+  // finds.
   for (int percent : {60, 35}) {
     auto x = sparse_values(kM, kK, percent, 9);
     auto out =

@@ -106,6 +106,13 @@ std::pair<torch::Tensor, torch::Tensor> train_data(const std::string& dir) {
   return {x, y};
 }
 
+// MNIST's 10,000 test images, x [10000, 784] f32 in [0, 1].
+torch::Tensor test_images(const std::string& dir) {
+  constexpr std::int64_t kN = 10000;
+  std::string images = read_file(dir + "/t10k-images-idx3-ubyte", 16, kN * 784);
+  return torch::from_blob(images.data(), {kN, 784}, torch::kUInt8).to(torch::kFloat) / 255;
+}
+
 struct Prepared {
   std::function<void()> call;
   double time_scale = 1;
@@ -174,7 +181,10 @@ Prepared prepare(const Args& a) {
   } else if (n == "mlp_predict_b1" || n == "mlp_predict_b10000") {
     Mlp net;
     net->eval();
-    torch::Tensor x = torch::rand({n == "mlp_predict_b1" ? 1 : 10000, 784});
+    // Batch 10,000: MNIST's test images where the data folder is given (as glia's side).
+    torch::Tensor x = n == "mlp_predict_b10000" && !a.data_dir.empty()
+                          ? test_images(a.data_dir)
+                          : torch::rand({n == "mlp_predict_b1" ? 1 : 10000, 784});
     p.call = [net, x]() mutable {
       torch::InferenceMode guard;
       torch::softmax(net->forward(x), -1);

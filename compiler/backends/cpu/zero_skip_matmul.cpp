@@ -1,15 +1,13 @@
 // The zero-skipping matmul (zero_skip_matmul.hpp). The product's rows go in pairs; a
 // pair's entries are the k where either row's left operand is nonzero. A run that may
 // skip:
-//  1. a sample of the left operand (8 x 8 runs of 8 elements spread over it) decides
-//     whether counting is worth it: at most kZeroSkipDensity nonzero;
-//  2. in one parallel region, each thread counts the entries of its share of the pairs
-//     and copies its share of the right operand's rows into the scratchpad, in blocks of
-//     columns with contiguous rows (pack_rows), checking them for infinities and NaN;
-//     the counts decide (at most kZeroSkipDensity of each pair's k), their prefix sums
-//     place each pair's entries in the scratchpad;
-//  3. in a second region, each thread takes a range of pairs holding about an equal share
-//     of the entries, lists their entries (k, both values) and sums the pairs' products
+//  1. samples 16 pairs spread over the left operand (8 runs of 8 k each): at most
+//     kZeroSkipDensity of their k may have entries;
+//  2. in one parallel region, each thread copies its share of the right operand's rows
+//     into the scratchpad, in blocks of columns with contiguous rows (pack_rows),
+//     checking them for infinities and NaN;
+//  3. in a second region, each thread takes the next chunk of pairs left, counts its
+//     entries, lists them (k, both values) in its own tables and sums the pairs' products
 //     over them (zero_skip_loops.inc), the epilogue included.
 // Every output element is summed by one thread in k order: the thread count never
 // changes the bits.
@@ -95,8 +93,24 @@ inline unsigned nonzero_lanes(const float* p) {
 constexpr std::size_t kAlign = 64;
 std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-// The most threads a run splits over (the per-thread results' tables).
-constexpr int kMaxParts = 256;
+// The bytes of a chunk's entries at most (a chunk's pairs times k of them): the product
+// passes over them once per block of columns and range of k, reading the packed weights
+// once per chunk (larger chunks: fewer reads of the weights, from L3 at batch 10,000).
+constexpr std::int64_t kChunkBytes = 512 * 1024;
+
+// Scratchpad tables, each on its own cache lines.
+class Tables {
+ public:
+  std::size_t add(std::size_t bytes) {
+    const std::size_t at = bytes_;
+    bytes_ += aligned(bytes);
+    return at;
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::size_t bytes_ = 0;
+};
 
 class ZeroSkipMatmul final : public CpuKernel {
  public:
@@ -108,16 +122,25 @@ class ZeroSkipMatmul final : public CpuKernel {
     ldb_ = s.rhs_strides[nb];
     ldy_ = s.out_strides[nb];
     pairs_ = (s.m + 1) / 2;
-    capacity_ = std::int64_t(kZeroSkipDensity * double(pairs_) * double(s.k));
     loops_ = by_vector_isa(&isa_avx512::kLoops, &isa_avx2::kLoops, &isa_baseline::kLoops);
-    counts_bytes_ = aligned(sizeof(std::int32_t) * std::size_t(pairs_)) +
-                    aligned(sizeof(std::int32_t) * std::size_t(s.m));
-    starts_bytes_ = aligned(sizeof(std::int64_t) * std::size_t(pairs_ + 1));
-    spare_bytes_ = aligned(sizeof(float) * std::size_t(s.n)) +
-                   aligned(sizeof(const Entry*) * std::size_t(pairs_));
-    packed_bytes_ = aligned(sizeof(float) * std::size_t(s.k * s.n));
-    own_bytes_ = counts_bytes_ + 2 * starts_bytes_ + spare_bytes_ + packed_bytes_ +
-                 sizeof(Entry) * std::size_t(capacity_);
+    // Threads a run may split over: the program's count (what oneDNN was set up for).
+    threads_ = std::clamp(run_threads(), 1, 256);
+    // Chunks of at most kChunkBytes of entries, at least two a thread where there are
+    // pairs enough (threads take the next chunk left: the chunks' entries differ).
+    const auto entry_bytes = std::int64_t(sizeof(Entry)) * s.k;
+    chunk_ = std::max<std::int64_t>(1, kChunkBytes / entry_bytes);
+    chunk_ = std::clamp<std::int64_t>((pairs_ + 2 * threads_ - 1) / (2 * threads_), 1, chunk_);
+    Tables shared, own;
+    packed_at_ = shared.add(sizeof(float) * std::size_t(s.k * s.n));
+    spare_at_ = shared.add(sizeof(float) * std::size_t(s.n));
+    entries_at_ = own.add(std::size_t(entry_bytes * chunk_));
+    counts_at_ = own.add(sizeof(std::int32_t) * std::size_t(chunk_));
+    lanes_at_ = own.add(sizeof(std::int32_t) * std::size_t(2 * chunk_));
+    start_at_ = own.add(sizeof(std::int64_t) * std::size_t(chunk_ + 1));
+    next_at_ = own.add(sizeof(std::int64_t) * std::size_t(chunk_));
+    cursor_at_ = own.add(sizeof(const Entry*) * std::size_t(chunk_));
+    shared_bytes_ = shared.bytes();
+    own_bytes_ = own.bytes();
   }
 
   void run(RunContext& ctx) const override {
@@ -136,26 +159,34 @@ class ZeroSkipMatmul final : public CpuKernel {
                runs_.load(std::memory_order_relaxed), " runs), else ", dense_->describe());
   }
   std::size_t scratchpad_bytes() const override {
-    return std::max(own_bytes_, dense_->scratchpad_bytes());
+    return std::max(shared_bytes_ + std::size_t(threads_) * own_bytes_, dense_->scratchpad_bytes());
   }
   std::unique_ptr<KernelState> make_state() const override { return dense_->make_state(); }
 
  private:
-  // Whether 8 runs of 8 elements in each of 8 memory rows, spread over the left operand,
-  // are at most kZeroSkipDensity nonzero (a pair's union has at least a row's nonzeros).
+  // Whether pairs spread over the left operand are at most kZeroSkipDensity nonzero (the
+  // k where either element is): 16 pairs of rows (`rows`) or of neighbouring elements in
+  // 16 memory rows (`columns`), 8 runs of 8 k or elements each.
   bool sample_sparse(const float* a) const {
+    constexpr std::int64_t kSamples = 16, kRuns = 8, kRun = 8;
     const std::int64_t rows = rows_layout_ ? s_.m : s_.k, length = rows_layout_ ? s_.k : s_.m;
-    const std::int64_t run = std::min<std::int64_t>(8, length);
     std::int64_t seen = 0, nonzero = 0;
-    for (std::int64_t r = 0; r < 8; ++r) {
-      const float* row = a + (2 * r + 1) * rows / 16 * lda_;
-      for (std::int64_t c = 0; c < 8; ++c) {
-        const float* at = row + c * (length - run) / 7;
-        for (std::int64_t i = 0; i < run; ++i) nonzero += at[i] != 0.0f;
+    for (std::int64_t r = 0; r < kSamples; ++r) {
+      const std::int64_t at = (2 * r + 1) * rows / (2 * kSamples) / 2 * 2;  // an even row
+      const float* row = a + at * lda_;
+      // rows: the pair's other row (itself where it is the last); columns: the next element.
+      const std::int64_t other = rows_layout_ ? (at + 1 < rows ? lda_ : 0) : 1;
+      const std::int64_t run = std::min<std::int64_t>(kRun, rows_layout_ ? length : length / 2);
+      for (std::int64_t c = 0; c < kRuns; ++c) {
+        const std::int64_t first = c * ((rows_layout_ ? length : length / 2) - run) / (kRuns - 1);
+        for (std::int64_t i = first; i < first + run; ++i) {
+          const float* e = rows_layout_ ? row + i : row + 2 * i;
+          nonzero += e[0] != 0.0f || e[other] != 0.0f;
+        }
         seen += run;
       }
     }
-    return double(nonzero) <= kZeroSkipDensity * double(seen);
+    return seen > 0 && double(nonzero) <= kZeroSkipDensity * double(seen);
   }
 
   bool skip_zeros(RunContext& ctx) const {
@@ -163,68 +194,51 @@ class ZeroSkipMatmul final : public CpuKernel {
     const auto* b = ctx.at<const float>(s_.rhs);
     if (!sample_sparse(a)) return false;
     auto* scratch = static_cast<std::byte*>(ctx.scratchpad);
-    auto* counts = reinterpret_cast<std::int32_t*>(scratch);
-    auto* lanes =
-        counts + aligned(sizeof(std::int32_t) * std::size_t(pairs_)) / sizeof(std::int32_t);
-    scratch += counts_bytes_;
-    auto* start = reinterpret_cast<std::int64_t*>(scratch);
-    auto* next = reinterpret_cast<std::int64_t*>(scratch + starts_bytes_);
-    scratch += 2 * starts_bytes_;
-    auto* spare = reinterpret_cast<float*>(scratch);
-    auto* cursor =
-        reinterpret_cast<const Entry**>(scratch + aligned(sizeof(float) * std::size_t(s_.n)));
-    auto* packed = reinterpret_cast<float*>(scratch + spare_bytes_);
-    auto* entries = reinterpret_cast<Entry*>(scratch + spare_bytes_ + packed_bytes_);
-    const int parts = std::clamp(run_threads(), 1, kMaxParts);
-    const std::int64_t m = s_.m, k = s_.k, n = s_.n, pairs = pairs_;
+    auto* packed = reinterpret_cast<float*>(scratch + packed_at_);
+    auto* spare = reinterpret_cast<float*>(scratch + spare_at_);
+    const int parts = std::min(run_threads(), threads_);
+    const std::int64_t m = s_.m, k = s_.k, n = s_.n;
 
-    // 2. Counts and the right operand's check, each thread a share of both.
-    std::int64_t found[kMaxParts];
-    bool finite[kMaxParts];
+    // 2. The right operand packed and checked, each thread a share of its rows.
+    bool finite[256];
     run_parts(ctx.team, parts, [&](std::int64_t p) {
-      const std::int64_t p0 = pairs * p / parts, p1 = pairs * (p + 1) / parts;
-      found[p] = (rows_layout_ ? loops_->count_rows : loops_->count_columns)(a, lda_, m, k, p0, p1,
-                                                                             counts, lanes);
       finite[p] = loops_->pack_rows(b, ldb_, n, k, k * p / parts, k * (p + 1) / parts, packed);
     });
-    std::int64_t total = 0;
-    for (int p = 0; p < parts; ++p) {
+    for (int p = 0; p < parts; ++p)
       if (!finite[p]) return false;
-      total += found[p];
-    }
-    if (total > capacity_) return false;
-    start[0] = 0;
-    for (std::int64_t i = 0; i < pairs; ++i) start[i + 1] = start[i] + counts[i];
 
-    // 3. Pairs split so that each thread has about an equal share of entries and pairs
-    // (storing a pair costs about an entry's work, besides its entries).
-    std::int64_t bound[kMaxParts + 1];
-    bound[0] = 0;
-    for (int p = 1; p < parts; ++p) {
-      const std::int64_t goal = (total + pairs) * p / parts;
-      std::int64_t lo = bound[p - 1], hi = pairs;  // the first pair whose start + index >= goal
-      while (lo < hi) {
-        const std::int64_t mid = (lo + hi) / 2;
-        (start[mid] + mid < goal ? lo = mid + 1 : hi = mid);
-      }
-      bound[p] = lo;
-    }
-    bound[parts] = pairs;
+    // 3. Chunks of pairs, each thread taking the next one left: its entries counted,
+    // listed and summed in the thread's own tables.
     RowsEpilogue epilogue = rows_epilogue(s_.epilogue, s_.batch.size());
     for (std::size_t o = 0; o < s_.epilogue.operands.size(); ++o)
       epilogue.operand[o] = ctx.at<const float>(s_.epilogue.operands[o].value);
     float* y = ctx.at<float>(out_);
+    std::atomic<std::int64_t> next_chunk{0};
     run_parts(ctx.team, parts, [&](std::int64_t p) {
-      const std::int64_t p0 = bound[p], p1 = bound[p + 1];
-      if (p0 >= p1) return;
-      if (rows_layout_) {
-        loops_->fill_rows(a, lda_, m, k, p0, p1, start, entries);
-      } else {
-        std::copy(start + p0, start + p1, next + p0);  // each pair's next entry
-        loops_->fill_columns(a, lda_, m, k, p0, p1, next, entries);
+      std::byte* own = scratch + shared_bytes_ + std::size_t(p) * own_bytes_;
+      auto* entries = reinterpret_cast<Entry*>(own + entries_at_);
+      auto* counts = reinterpret_cast<std::int32_t*>(own + counts_at_);
+      auto* lanes = reinterpret_cast<std::int32_t*>(own + lanes_at_);
+      auto* start = reinterpret_cast<std::int64_t*>(own + start_at_);
+      auto* next = reinterpret_cast<std::int64_t*>(own + next_at_);
+      auto* cursor = reinterpret_cast<const Entry**>(own + cursor_at_);
+      for (;;) {
+        const std::int64_t p0 = next_chunk.fetch_add(1, std::memory_order_relaxed) * chunk_;
+        if (p0 >= pairs_) break;
+        const std::int64_t p1 = std::min(pairs_, p0 + chunk_);
+        (rows_layout_ ? loops_->count_rows : loops_->count_columns)(a, lda_, m, k, p0, p1, counts,
+                                                                    lanes);
+        start[0] = 0;
+        for (std::int64_t i = 0; i < p1 - p0; ++i) start[i + 1] = start[i] + counts[i];
+        if (rows_layout_) {
+          loops_->fill_rows(a, lda_, m, k, p0, p1, start, entries);
+        } else {
+          std::copy(start, start + (p1 - p0), next);  // each pair's next entry
+          loops_->fill_columns(a, lda_, m, k, p0, p1, next, entries);
+        }
+        loops_->product_rows(entries, start, b, ldb_, packed, m, k, n, p0, p1, y, ldy_, epilogue,
+                             spare, cursor);
       }
-      loops_->product_rows(entries, start, b, ldb_, packed, m, k, n, p0, p1, y, ldy_, epilogue,
-                           spare, cursor);
     });
     return true;
   }
@@ -235,10 +249,13 @@ class ZeroSkipMatmul final : public CpuKernel {
   const Loops* loops_ = nullptr;
   bool rows_layout_ = true;  // the left operand's rows contiguous; else its columns
   std::int64_t lda_ = 0, ldb_ = 0, ldy_ = 0;
-  std::int64_t pairs_ = 0;     // of product rows, the last alone where m is odd
-  std::int64_t capacity_ = 0;  // the most entries a run lists
-  std::size_t counts_bytes_ = 0, starts_bytes_ = 0, spare_bytes_ = 0, packed_bytes_ = 0;
-  std::size_t own_bytes_ = 0;
+  std::int64_t pairs_ = 0;  // of product rows, the last alone where m is odd
+  int threads_ = 1;         // the most a run splits over
+  std::int64_t chunk_ = 1;  // pairs a thread lists and sums in one go
+  // The scratchpad: the shared tables, then each thread's own.
+  std::size_t packed_at_ = 0, spare_at_ = 0, shared_bytes_ = 0;
+  std::size_t entries_at_ = 0, counts_at_ = 0, lanes_at_ = 0, start_at_ = 0, next_at_ = 0,
+              cursor_at_ = 0, own_bytes_ = 0;
   mutable std::atomic<std::int64_t> runs_{0}, skipped_{0};
 };
 
