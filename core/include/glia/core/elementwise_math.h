@@ -174,10 +174,11 @@ typedef GLIA_BOOL glia_bool;
   /* The sign of the dividend (C's fmod). */                                                    \
   GLIA_EW_FN T glia_remainder_##t(T a, T b) { return fmod##m(a, b); }                           \
   GLIA_EW_FN T glia_pow_##t(T a, T b) { return pow##m(a, b); }                                  \
-  /* A NaN operand gives NaN (a + b keeps the first NaN's payload). */                          \
-  /* `|`, not `||`: no branch, so that loops over them vectorise. */                            \
-  GLIA_EW_FN T glia_max_##t(T a, T b) { return ((a != a) | (b != b)) ? a + b : a > b ? a : b; } \
-  GLIA_EW_FN T glia_min_##t(T a, T b) { return ((a != a) | (b != b)) ? a + b : a < b ? a : b; } \
+  /* A NaN operand gives NaN, the first one's: b where only b is (a > b is false), a      */ \
+  /* where a is. Two selects GCC turns into blends, so that loops over them vectorise    */ \
+  /* (a clamp's max then min did not, as a + b under an or of two tests).                */ \
+  GLIA_EW_FN T glia_max_##t(T a, T b) { return a != a ? a : a > b ? a : b; }                   \
+  GLIA_EW_FN T glia_min_##t(T a, T b) { return a != a ? a : a < b ? a : b; }                   \
   GLIA_EW_FN T glia_atan2_##t(T a, T b) { return atan2##m(a, b); }
 
 /* ---- Element-wise ops on integers -------------------------------------------------- */
