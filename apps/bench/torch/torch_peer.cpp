@@ -170,7 +170,10 @@ Prepared prepare(const Args& a) {
     };
   } else if (n == "softmax_1k" || n == "softmax_1m") {
     torch::Tensor x = torch::rand({n == "softmax_1k" ? 1000 : 1000000});
-    p.call = [x] { torch::softmax(x, -1); };
+    p.call = [x] {
+      torch::InferenceMode guard;
+      torch::softmax(x, -1);
+    };
   } else if (n == "adam_update") {
     // torch.optim.Adam's step over the MLP's parameters, gradients set once.
     Mlp net;
