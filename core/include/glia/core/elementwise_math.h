@@ -140,45 +140,44 @@ typedef GLIA_BOOL glia_bool;
 
 /* ---- Element-wise ops on floats ---------------------------------------------------- */
 
-#define GLIA_EW_FLOAT_OPS(t, T, m)                                                              \
-  GLIA_EW_FN T glia_neg_##t(T x) { return -x; }                                                 \
-  GLIA_EW_FN T glia_abs_##t(T x) { return fabs##m(x); }                                         \
-  /* A NaN stays NaN (its payload too); -0 gives +0. */                                         \
-  GLIA_EW_FN T glia_sign_##t(T x) { return x != x ? x : (T)((0 < x) - (x < 0)); }               \
-  GLIA_EW_FN T glia_exp_##t(T x) { return exp##m(x); }                                          \
-  GLIA_EW_FN T glia_expm1_##t(T x) { return expm1##m(x); }                                      \
-  GLIA_EW_FN T glia_log_##t(T x) { return log##m(x); }                                          \
-  GLIA_EW_FN T glia_log1p_##t(T x) { return log1p##m(x); }                                      \
-  GLIA_EW_FN T glia_sqrt_##t(T x) { return sqrt##m(x); }                                        \
-  GLIA_EW_FN T glia_rsqrt_##t(T x) { return (T)1 / sqrt##m(x); }                                \
-  GLIA_EW_FN T glia_tanh_##t(T x) { return tanh##m(x); }                                        \
-  /* Stable on both tails (exp never sees a large positive argument) and branch-free,  */       \
-  /* so vectorising compilers call the vector exp: exp(-|x|) serves both halves. -|x|  */       \
-  /* is written as a select so that a NaN keeps its sign bit: bitwise the same as      */       \
-  /* 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 + exp(x)) otherwise, NaN included.   */       \
-  GLIA_EW_FN T glia_logistic_##t(T x) {                                                         \
-    T e = exp##m(x >= 0 ? -x : x);                                                              \
-    return (x >= 0 ? (T)1 : e) / ((T)1 + e);                                                    \
-  }                                                                                             \
-  GLIA_EW_FN T glia_erf_##t(T x) { return erf##m(x); }                                          \
-  GLIA_EW_FN T glia_sin_##t(T x) { return sin##m(x); }                                          \
-  GLIA_EW_FN T glia_cos_##t(T x) { return cos##m(x); }                                          \
-  GLIA_EW_FN T glia_floor_##t(T x) { return floor##m(x); }                                      \
-  GLIA_EW_FN T glia_ceil_##t(T x) { return ceil##m(x); }                                        \
-  /* Half away from zero, as Nx. */                                                             \
-  GLIA_EW_FN T glia_round_##t(T x) { return round##m(x); }                                      \
-  GLIA_EW_FN T glia_add_##t(T a, T b) { return a + b; }                                         \
-  GLIA_EW_FN T glia_subtract_##t(T a, T b) { return a - b; }                                    \
-  GLIA_EW_FN T glia_multiply_##t(T a, T b) { return a * b; }                                    \
-  GLIA_EW_FN T glia_divide_##t(T a, T b) { return a / b; }                                      \
-  /* The sign of the dividend (C's fmod). */                                                    \
-  GLIA_EW_FN T glia_remainder_##t(T a, T b) { return fmod##m(a, b); }                           \
-  GLIA_EW_FN T glia_pow_##t(T a, T b) { return pow##m(a, b); }                                  \
-  /* A NaN operand gives NaN, the first one's: b where only b is (a > b is false), a      */ \
-  /* where a is. Two selects GCC turns into blends, so that loops over them vectorise    */ \
-  /* (a clamp's max then min did not, as a + b under an or of two tests).                */ \
-  GLIA_EW_FN T glia_max_##t(T a, T b) { return a != a ? a : a > b ? a : b; }                   \
-  GLIA_EW_FN T glia_min_##t(T a, T b) { return a != a ? a : a < b ? a : b; }                   \
+#define GLIA_EW_FLOAT_OPS(t, T, m)                                                          \
+  GLIA_EW_FN T glia_neg_##t(T x) { return -x; }                                             \
+  GLIA_EW_FN T glia_abs_##t(T x) { return fabs##m(x); }                                     \
+  /* A NaN stays NaN (its payload too); -0 gives +0. */                                     \
+  GLIA_EW_FN T glia_sign_##t(T x) { return x != x ? x : (T)((0 < x) - (x < 0)); }           \
+  GLIA_EW_FN T glia_exp_##t(T x) { return exp##m(x); }                                      \
+  GLIA_EW_FN T glia_expm1_##t(T x) { return expm1##m(x); }                                  \
+  GLIA_EW_FN T glia_log_##t(T x) { return log##m(x); }                                      \
+  GLIA_EW_FN T glia_log1p_##t(T x) { return log1p##m(x); }                                  \
+  GLIA_EW_FN T glia_sqrt_##t(T x) { return sqrt##m(x); }                                    \
+  GLIA_EW_FN T glia_rsqrt_##t(T x) { return (T)1 / sqrt##m(x); }                            \
+  GLIA_EW_FN T glia_tanh_##t(T x) { return tanh##m(x); }                                    \
+  /* Stable on both tails (exp never sees a large positive argument) and branch-free,  */   \
+  /* so vectorising compilers call the vector exp: exp(-|x|) serves both halves. -|x|  */   \
+  /* is written as a select so that a NaN keeps its sign bit: bitwise the same as      */   \
+  /* 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 + exp(x)) otherwise, NaN included.   */   \
+  GLIA_EW_FN T glia_logistic_##t(T x) {                                                     \
+    T e = exp##m(x >= 0 ? -x : x);                                                          \
+    return (x >= 0 ? (T)1 : e) / ((T)1 + e);                                                \
+  }                                                                                         \
+  GLIA_EW_FN T glia_erf_##t(T x) { return erf##m(x); }                                      \
+  GLIA_EW_FN T glia_sin_##t(T x) { return sin##m(x); }                                      \
+  GLIA_EW_FN T glia_cos_##t(T x) { return cos##m(x); }                                      \
+  GLIA_EW_FN T glia_floor_##t(T x) { return floor##m(x); }                                  \
+  GLIA_EW_FN T glia_ceil_##t(T x) { return ceil##m(x); }                                    \
+  /* Half away from zero, as Nx. */                                                         \
+  GLIA_EW_FN T glia_round_##t(T x) { return round##m(x); }                                  \
+  GLIA_EW_FN T glia_add_##t(T a, T b) { return a + b; }                                     \
+  GLIA_EW_FN T glia_subtract_##t(T a, T b) { return a - b; }                                \
+  GLIA_EW_FN T glia_multiply_##t(T a, T b) { return a * b; }                                \
+  GLIA_EW_FN T glia_divide_##t(T a, T b) { return a / b; }                                  \
+  /* The sign of the dividend (C's fmod). */                                                \
+  GLIA_EW_FN T glia_remainder_##t(T a, T b) { return fmod##m(a, b); }                       \
+  GLIA_EW_FN T glia_pow_##t(T a, T b) { return pow##m(a, b); }                              \
+  /* A NaN operand gives NaN, the first one's. Two selects, which GCC turns into blends: */ \
+  /* loops over them vectorise (a clamp did not with a + b under an or of two tests).    */ \
+  GLIA_EW_FN T glia_max_##t(T a, T b) { return a != a ? a : a > b ? a : b; }                \
+  GLIA_EW_FN T glia_min_##t(T a, T b) { return a != a ? a : a < b ? a : b; }                \
   GLIA_EW_FN T glia_atan2_##t(T a, T b) { return atan2##m(a, b); }
 
 /* ---- Element-wise ops on integers -------------------------------------------------- */
