@@ -153,12 +153,19 @@ std::string random_chunks(const Nest& nest, const std::vector<ValueId>& keys, co
   text += cat("{\nconst int64_t ", i, " = c;\n", flat_t, "const uint64_t f0 = (uint64_t)(",
               flat_expr(nest), ");\nconst uint64_t p0 = f0 >> 1, pairs = ((f0 + (uint64_t)(",
               "c_end - c) + 1) >> 1) - p0;\n");
+  // Four quarters of the pairs at once (glia_threefry2x32_words4) where each fills a
+  // vector of 8 (fewer stay scalar), then the rest a pair at a time.
   for (ValueId k : keys)
-    text += cat("{\nglia_u32* restrict w = words", k, " + 1 - (f0 & 1);\n",
-                "#pragma GCC ivdep\nfor (uint64_t j = 0; j < pairs; ++j) {\n",
-                "glia_threefry2x32_words(key", k, "_0, key", k,
-                "_1, (glia_u32)((p0 + j) >> 32), (glia_u32)(p0 + j), &w[2 * j], ",
-                "&w[2 * j + 1]);\n}\n}\n");
+    text += cat(
+        "{\nglia_u32* restrict w = words", k, " + 1 - (f0 & 1);\n",
+        "const uint64_t q = pairs >= 32 ? pairs >> 2 : 0;\n",
+        "glia_u32* restrict w1 = w + 2 * q;\nglia_u32* restrict w2 = w1 + 2 * q;\n",
+        "glia_u32* restrict w3 = w2 + 2 * q;\n",
+        "#pragma GCC ivdep\nfor (uint64_t j = 0; j < q; ++j) {\n", "glia_threefry2x32_words4(key",
+        k, "_0, key", k, "_1, p0 + j, q, &w[2 * j], &w1[2 * j], &w2[2 * j], &w3[2 * j]);\n}\n",
+        "for (uint64_t j = 4 * q; j < pairs; ++j) {\n", "const glia_u64 r = glia_threefry2x32(key",
+        k, "_0, key", k, "_1, (glia_u32)((p0 + j) >> 32), (glia_u32)(p0 + j));\n",
+        "w[2 * j] = (glia_u32)r;\nw[2 * j + 1] = (glia_u32)(r >> 32);\n}\n}\n");
   return text + "}\n";
 }
 

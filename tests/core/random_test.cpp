@@ -51,6 +51,26 @@ TEST(Threefry, KnownAnswers) {
   EXPECT_EQ(pi.x1, 0x483df7a0u);
 }
 
+// The four-block form the compiled loops call (elementwise_math.h): block i of a call is
+// the block of counter c + i q, split into its high and low words, also where c + i q
+// crosses 2^32 and where q is past it.
+TEST(Threefry, FourBlocksAtOnceAreTheBlocksOfTheirCounters) {
+  const std::uint32_t k0 = 0x13198a2eu, k1 = 0x03707344u;
+  for (std::uint64_t c : {std::uint64_t{0}, std::uint64_t{5}, std::uint64_t{0xfffffffeu},
+                          std::uint64_t{0x1fffffffdull}}) {
+    for (std::uint64_t q : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{1} << 32}) {
+      std::uint32_t w[4][2];
+      glia_threefry2x32_words4(k0, k1, c, q, w[0], w[1], w[2], w[3]);
+      for (std::uint64_t i = 0; i < 4; ++i) {
+        const std::uint64_t n = c + i * q;
+        const U32x2 r = threefry2x32({k0, k1}, {std::uint32_t(n >> 32), std::uint32_t(n)});
+        EXPECT_EQ(w[i][0], r.x0) << c << " " << q << " " << i;
+        EXPECT_EQ(w[i][1], r.x1) << c << " " << q << " " << i;
+      }
+    }
+  }
+}
+
 TEST(RandomKey, HoldsTheSeedsWords) {
   Tensor k = random::key(0x0000000500000007ull);
   EXPECT_EQ(k.type(), (TensorType{u32, {2}}));
