@@ -140,6 +140,9 @@ Nest make_nest(const FusedSpec::Sweep& s) {
 
 namespace {
 constexpr std::int64_t kRandomChunk = 256;
+// Pairs from which a chunk draws four quarters at once (glia_threefry2x32_words4): each
+// quarter then fills an AVX2 vector of 8 counters; fewer would leave the loop scalar.
+constexpr std::int64_t kFourBlocksFrom = 32;
 }  // namespace
 
 std::string random_chunks(const Nest& nest, const std::vector<ValueId>& keys, const std::string& lo,
@@ -153,12 +156,11 @@ std::string random_chunks(const Nest& nest, const std::vector<ValueId>& keys, co
   text += cat("{\nconst int64_t ", i, " = c;\n", flat_t, "const uint64_t f0 = (uint64_t)(",
               flat_expr(nest), ");\nconst uint64_t p0 = f0 >> 1, pairs = ((f0 + (uint64_t)(",
               "c_end - c) + 1) >> 1) - p0;\n");
-  // Four quarters of the pairs at once (glia_threefry2x32_words4) where each fills a
-  // vector of 8 (fewer stay scalar), then the rest a pair at a time.
+  // Four quarters of the pairs at once, then the rest a pair at a time.
   for (ValueId k : keys)
     text += cat(
         "{\nglia_u32* restrict w = words", k, " + 1 - (f0 & 1);\n",
-        "const uint64_t q = pairs >= 32 ? pairs >> 2 : 0;\n",
+        "const uint64_t q = pairs >= ", kFourBlocksFrom, " ? pairs >> 2 : 0;\n",
         "glia_u32* restrict w1 = w + 2 * q;\nglia_u32* restrict w2 = w1 + 2 * q;\n",
         "glia_u32* restrict w3 = w2 + 2 * q;\n",
         "#pragma GCC ivdep\nfor (uint64_t j = 0; j < q; ++j) {\n", "glia_threefry2x32_words4(key",
