@@ -79,6 +79,10 @@ CSource emit_c(const Program& p, const CSourceOptions& options) {
           } else if constexpr (std::is_same_v<S, CollectiveSpec>) {
             // CTarget declines collectives: a predictor sums across no processes.
             throw Error(cat("aot: a collective (", k.describe(p.graph), ") has no C form"));
+          } else if constexpr (std::is_same_v<S, ConvPoolSpec>) {
+            // CTarget declines them: the exporter writes the convolution and the pooling.
+            throw Error(cat("aot: a fused convolution and pooling (", k.describe(p.graph),
+                            ") has no C form"));
           } else {
             return s.op == Op::dot_general ? detail::emit_general_dot(e, s.node)
                                            : detail::emit_general_conv(e, s.node);

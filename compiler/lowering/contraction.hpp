@@ -42,9 +42,28 @@ FoundEpilogue find_epilogue(const LoweringState& state, ValueId start,
                             const std::vector<int>& dst_dim,
                             const std::vector<std::int64_t>& dst_dims);
 
+// A convolution node's kernels, nothing claimed: with the epilogue found after it (a
+// forward pass with one) and without; nullopt where no ConvSpec takes the node.
+struct ConvKernels {
+  std::optional<Kernel> with_epilogue;
+  Kernel plain;
+};
+std::optional<ConvKernels> conv_kernels(const LoweringState& state, ValueId id);
+// A window_max or select_and_scatter node's kernels, nothing claimed: the adjoint with
+// relu's mask folded in (where a select of the adjoint by its input's sign follows) and
+// the plain one; nullopt where no PoolSpec takes the node.
+struct PoolKernels {
+  std::optional<Kernel> masked;
+  Kernel plain;
+};
+std::optional<PoolKernels> pool_kernels(const LoweringState& state, ValueId id);
+
 // The matchers: a kernel offered to the target, or nothing claimed.
 bool lower_matmul(LoweringState& state, ValueId id);
 bool lower_convolution(LoweringState& state, ValueId id);
 bool lower_pooling(LoweringState& state, ValueId id);
+// A forward convolution whose output only max pooling reads (conv_pool.cpp), with the
+// kernel gradient through pooling's adjoint where the graph has it: ConvPoolSpecs.
+bool lower_conv_pool(LoweringState& state, ValueId conv);
 
 }  // namespace glia::lowering

@@ -148,7 +148,7 @@ std::optional<Plan> forward_plan(const LoweringState& s, ValueId id) {
 
 }  // namespace
 
-bool lower_convolution(LoweringState& s, ValueId id) {
+std::optional<ConvKernels> conv_kernels(const LoweringState& s, ValueId id) {
   const Node& n = s.node(id);
   const Graph& g = s.graph();
   const auto& c = std::get<ConvAttrs>(n.attrs);
@@ -156,11 +156,11 @@ bool lower_convolution(LoweringState& s, ValueId id) {
   if (rank < 3 || n.type.shape.numel() == 0 || g.type(n.inputs[0]).shape.numel() == 0 ||
       g.type(n.inputs[1]).shape.numel() == 0 ||
       std::any_of(c.padding_low.begin(), c.padding_low.end(), [](auto p) { return p < 0; }))
-    return false;
+    return std::nullopt;
   std::optional<Plan> plan = backward_data_plan(s, id);
   if (!plan) plan = backward_weights_plan(s, id);
   if (!plan) plan = forward_plan(s, id);
-  if (!plan) return false;
+  if (!plan) return std::nullopt;
   plan->spec.dtype = n.type.dtype;
 
   // The result, written through a transpose that only reads it (NCHW -> NHWC).
@@ -194,7 +194,7 @@ bool lower_convolution(LoweringState& s, ValueId id) {
   for (const StridedView* v : {&spec.src, &spec.weights, &spec.dst})
     if (v != &written) add_unique(base.inputs, v->value);
 
-  auto offer = [&](FoundEpilogue e) {
+  auto make = [&](FoundEpilogue e) {
     Kernel k = base;
     ConvSpec sp = spec;
     for (const auto& o : e.spec.operands) add_unique(k.inputs, o.value);
@@ -203,15 +203,24 @@ bool lower_convolution(LoweringState& s, ValueId id) {
     sp.written().value = e.result;
     sp.epilogue = std::move(e.spec);
     k.spec = std::move(sp);
-    return s.offer(std::move(k));
+    return k;
   };
+  ConvKernels kernels;
   FoundEpilogue none;
   none.result = out;
+  kernels.plain = make(std::move(none));
   if (spec.pass == ConvSpec::Pass::forward) {
     FoundEpilogue e = find_epilogue(s, out, dst_dim, out_dims);
-    if (!e.spec.empty() && offer(std::move(e))) return true;
+    if (!e.spec.empty()) kernels.with_epilogue = make(std::move(e));
   }
-  return offer(std::move(none));
+  return kernels;
+}
+
+bool lower_convolution(LoweringState& s, ValueId id) {
+  std::optional<ConvKernels> k = conv_kernels(s, id);
+  if (!k) return false;
+  if (k->with_epilogue && s.offer(std::move(*k->with_epilogue))) return true;
+  return s.offer(std::move(k->plain));
 }
 
 }  // namespace glia::lowering

@@ -57,7 +57,8 @@ const char* Kernel::kind() const {
           [](const PoolSpec&) { return "pooling"; }, [](const DirectSpec&) { return "direct"; },
           [](const FusedSpec&) { return "fused"; },
           [](const ReferenceSpec&) { return "reference"; }, [](const ScanSpec&) { return "scan"; },
-          [](const CollectiveSpec&) { return "collective"; }},
+          [](const CollectiveSpec&) { return "collective"; },
+          [](const ConvPoolSpec&) { return "convolution+pooling"; }},
       spec);
 }
 
@@ -122,6 +123,15 @@ std::string Kernel::describe(const Graph& graph) const {
           [](const CollectiveSpec& s) {
             return cat("all_reduce bucket ", s.bucket, " of communicator ", s.communicator, ": ",
                        dtype_name(s.dtype), "[", s.count, "] in place");
+          },
+          [](const ConvPoolSpec& s) {
+            std::string conv =
+                cat("src ", dims_text(s.conv.src.dims), ", weights ",
+                    dims_text(s.conv.weights.dims), s.conv.epilogue.text(), ", max_pool ",
+                    dims_text(s.pool.window), " -> ", dims_text(s.pool.output.dims));
+            if (s.pass == ConvPoolSpec::Pass::forward) return cat("convolution+max_pool ", conv);
+            return cat("convolution_backward_weights through max_pool ", conv,
+                       s.positive_only ? " where > 0" : "");
           }},
       spec);
 }

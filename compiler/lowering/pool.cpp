@@ -71,13 +71,13 @@ ReluMask relu_mask(const LoweringState& s, ValueId adjoint, ValueId input) {
 
 }  // namespace
 
-bool lower_pooling(LoweringState& s, ValueId id) {
+std::optional<PoolKernels> pool_kernels(const LoweringState& s, ValueId id) {
   const Node& n = s.node(id);
   const Graph& g = s.graph();
-  if (n.type.shape.numel() == 0 || g.type(n.inputs.back()).shape.numel() == 0) return false;
+  if (n.type.shape.numel() == 0 || g.type(n.inputs.back()).shape.numel() == 0) return std::nullopt;
   const auto& a = std::get<WindowAttrs>(n.attrs);
   auto layout = pool_layout(a, n.type.shape.rank());
-  if (!layout) return false;
+  if (!layout) return std::nullopt;
   PoolSpec spec;
   spec.dtype = n.type.dtype;
   Kernel k;
@@ -104,7 +104,7 @@ bool lower_pooling(LoweringState& s, ValueId id) {
     spec.padding_high.push_back((out.dims[i + 2] - 1) * a.strides[ax] + win -
                                 spec.input.dims[i + 2] - a.padding_low[ax]);
   }
-  // relu's mask folded in where the target takes it, else the plain adjoint.
+  PoolKernels kernels;
   if (const ReluMask m =
           spec.kind == PoolSpec::Kind::max_backward ? relu_mask(s, id, n.inputs[0]) : ReluMask{};
       m.select >= 0) {
@@ -116,10 +116,19 @@ bool lower_pooling(LoweringState& s, ValueId id) {
     if (m.compare >= 0) masked.covered.push_back(m.compare);
     masked.outputs = {m.select};
     masked.spec = std::move(ms);
-    if (s.offer(std::move(masked))) return true;
+    kernels.masked = std::move(masked);
   }
   k.spec = std::move(spec);
-  return s.offer(std::move(k));
+  kernels.plain = std::move(k);
+  return kernels;
+}
+
+bool lower_pooling(LoweringState& s, ValueId id) {
+  std::optional<PoolKernels> k = pool_kernels(s, id);
+  if (!k) return false;
+  // relu's mask folded in where the target takes it, else the plain adjoint.
+  if (k->masked && s.offer(std::move(*k->masked))) return true;
+  return s.offer(std::move(k->plain));
 }
 
 void lower_contractions(LoweringState& state) {
@@ -130,7 +139,7 @@ void lower_contractions(LoweringState& state) {
     if (state.claimed(id)) continue;
     switch (state.node(id).op) {
       case Op::convolution:
-        lower_convolution(state, id);
+        if (!lower_conv_pool(state, id)) lower_convolution(state, id);
         break;
       case Op::window_max:
       case Op::select_and_scatter:

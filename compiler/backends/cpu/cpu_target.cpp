@@ -74,7 +74,7 @@ std::string fallback(const Graph& g, ValueId id) {
 bool CpuTarget::accepts(const Graph& graph, const Kernel& kernel) const {
   auto made = realise(graph, kernel, engine_);
   if (!made) return false;
-  prepared_[kernel.outputs.front()] = std::move(made);
+  prepared_[kernel.outputs.front()] = {kernel.spec.index(), std::move(made)};
   return true;
 }
 
@@ -84,7 +84,8 @@ std::string CpuTarget::fallback_reason(const Graph& graph, ValueId node) const {
 
 std::unique_ptr<CpuKernel> CpuTarget::take(const Graph& graph, const Kernel& kernel) {
   auto it = prepared_.find(kernel.outputs.front());
-  if (it != prepared_.end()) return std::move(it->second);
+  if (it != prepared_.end() && it->second.kind == kernel.spec.index())
+    return std::move(it->second.kernel);
   auto made = realise(graph, kernel, engine_);
   check(made != nullptr, "cpu backend: no realisation of ", kernel.describe(graph));
   return made;

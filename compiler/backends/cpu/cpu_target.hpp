@@ -23,7 +23,14 @@ class CpuTarget final : public LoweringTarget {
 
  private:
   const dnnl::engine& engine_;
-  mutable std::unordered_map<ValueId, std::unique_ptr<CpuKernel>> prepared_;  // by first output
+  // By first output, with the spec's kind (Spec's index): a kernel accepted and then not
+  // kept (one of a fused pair whose other the target declined) is not taken for another
+  // kind of kernel writing the same value.
+  struct Prepared {
+    std::size_t kind = 0;
+    std::unique_ptr<CpuKernel> kernel;
+  };
+  mutable std::unordered_map<ValueId, Prepared> prepared_;
 };
 
 }  // namespace glia::detail::cpu

@@ -87,6 +87,10 @@ std::unique_ptr<CpuKernel> realise_convolution(const Kernel& kernel, const dnnl:
 // tries it first.
 std::unique_ptr<CpuKernel> realise_winograd(const ConvSpec& spec);
 std::unique_ptr<CpuKernel> realise_pooling(const Kernel& kernel, const dnnl::engine& engine);
+// A convolution fused with its max pooling (conv_pool.cpp), where its loops take it: a
+// few taps a window, output channels in whole vectors; GLIA_CPU_CONV_POOL=0 in the
+// environment at compile time declines every one (the unfused kernels run).
+std::unique_ptr<CpuKernel> realise_conv_pool(const Kernel& kernel);
 
 // The widest vector instructions glia's own loops use (the tile executor's, pooling's
 // adjoint): what the CPU has, capped by GLIA_CPU_ISA=avx2 or baseline in the environment,

@@ -99,6 +99,8 @@ std::unique_ptr<CpuKernel> realise(const Graph& graph, const Kernel& kernel,
       return realise_scan(graph, kernel);
     case 7:
       return realise_collective(kernel);
+    case 8:
+      return realise_conv_pool(kernel);
     default:
       return realise_reference(graph, kernel);
   }

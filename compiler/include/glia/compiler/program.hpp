@@ -96,6 +96,24 @@ struct PoolSpec {
   bool positive_input_only = false;  // max_backward only
 };
 
+// A convolution whose output only max pooling reads (and, in a training step, pooling's
+// adjoint and relu's mask), run without storing that output: `forward` computes each
+// window's convolution values (conv: the forward ConvSpec with its epilogue; conv.dst
+// names the unstored output) and writes their maximum (pool: kind max over conv.dst into
+// pool.output). `backward_weights` computes the values again, the same arithmetic, and
+// sends `pooled_grad` (pool.output's layout) to each window's first maximum (positive
+// maxima only, relu's mask, when the epilogue ends in relu) and from there into the
+// kernel gradient `weight_grad` (conv.weights's roles). A target takes both passes or
+// neither: the forward pass stores nothing the unfused adjoint could read.
+struct ConvPoolSpec {
+  enum class Pass : std::uint8_t { forward, backward_weights };
+  Pass pass = Pass::forward;
+  ConvSpec conv;
+  PoolSpec pool;
+  StridedView pooled_grad, weight_grad;  // backward_weights only
+  bool positive_only = false;            // backward_weights: relu's mask folded in
+};
+
 // Layer ops with kernels of their own that neither a library call nor a fused sweep
 // suits: window_sum, gather, scatter_add, pad, concatenate, argmax, argmin. The node's
 // attributes are in the program's graph.
@@ -198,8 +216,9 @@ struct CollectiveSpec {
   std::int64_t count = 0;
 };
 
+// New alternatives go last: backends switch on the index.
 using Spec = std::variant<MatmulSpec, ConvSpec, PoolSpec, DirectSpec, FusedSpec, ReferenceSpec,
-                          ScanSpec, CollectiveSpec>;
+                          ScanSpec, CollectiveSpec, ConvPoolSpec>;
 
 struct Kernel {
   Spec spec;
@@ -212,7 +231,8 @@ struct Kernel {
   // being read before the same element of the output is written (element-wise sweeps).
   std::vector<std::pair<ValueId, ValueId>> in_place;
 
-  // "matmul", "convolution", "pooling", "direct", "fused", "reference", "scan", "collective"
+  // "matmul", "convolution", "pooling", "direct", "fused", "reference", "scan", "collective",
+  // "convolution+pooling"
   const char* kind() const;
   std::string describe(const Graph& graph) const;  // "matmul [128x784]·[784x128] + bias, relu"
 };
