@@ -111,7 +111,7 @@ bool lower_conv_pool(LoweringState& s, ValueId id) {
   backward.covered = adj.covered;
   backward.covered.insert(backward.covered.end(), wk->covered.begin(), wk->covered.end());
   for (ValueId v : backward.covered)
-    if (s.claimed(v)) return false;
+    if (s.claimed(v) || contains(forward.covered, v)) return false;
   backward.inputs = conv_kernel.inputs;
   add_unique(backward.inputs, adj_spec.source.value);
   backward.outputs = wk->outputs;

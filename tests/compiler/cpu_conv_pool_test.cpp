@@ -23,6 +23,7 @@ struct Case {
   std::int64_t pad = 0;  // each side of both spatial axes
   Ints window = {1, 2, 2, 1};
   WindowOptions o = {};
+  Ints conv_strides = {1, 1}, dilation = {1, 1};
 };
 
 std::vector<Case> fused_cases() {
@@ -39,6 +40,16 @@ std::vector<Case> fused_cases() {
        0,
        {1, 3, 3, 1},
        {.strides = {1, 2, 2, 1}}},
+      {"strided_dilated_conv",
+       {2, 17, 16, 2},
+       {3, 2, 2, 16},
+       true,
+       true,
+       1,
+       {1, 2, 2, 1},
+       {},
+       {2, 1},
+       {1, 2}},
   };
 }
 
@@ -46,7 +57,10 @@ std::vector<Case> fused_cases() {
 // the cotangent by the output's sign, layers/src/activation.cpp), then max pooling.
 Expr pooled_layer(const Case& c, const std::vector<Expr>& in) {
   Expr z = transpose(conv(transpose(in[0], {0, 3, 1, 2}), transpose(in[1], {3, 2, 0, 1}),
-                          {.padding_low = {c.pad, c.pad}, .padding_high = {c.pad, c.pad}}),
+                          {.strides = c.conv_strides,
+                           .padding_low = {c.pad, c.pad},
+                           .padding_high = {c.pad, c.pad},
+                           .kernel_dilation = c.dilation}),
                      {0, 2, 3, 1});
   if (c.bias) z = z + broadcast(in[2], z.shape(), {3});
   if (c.relu) {
