@@ -62,8 +62,9 @@ std::optional<PoolKernels> pool_kernels(const LoweringState& state, ValueId id);
 bool lower_matmul(LoweringState& state, ValueId id);
 bool lower_convolution(LoweringState& state, ValueId id);
 bool lower_pooling(LoweringState& state, ValueId id);
-// A forward convolution whose output only max pooling reads (conv_pool.cpp), with the
-// kernel gradient through pooling's adjoint where the graph has it: ConvPoolSpecs.
-bool lower_conv_pool(LoweringState& state, ValueId conv);
+// A forward convolution (its kernels from conv_kernels) whose output only max pooling
+// reads (conv_pool.cpp), with the kernel gradient through pooling's adjoint where the
+// graph has it: ConvPoolSpecs. lower_convolution tries it first.
+bool lower_conv_pool(LoweringState& state, const ConvKernels& conv);
 
 }  // namespace glia::lowering

@@ -219,6 +219,7 @@ std::optional<ConvKernels> conv_kernels(const LoweringState& s, ValueId id) {
 bool lower_convolution(LoweringState& s, ValueId id) {
   std::optional<ConvKernels> k = conv_kernels(s, id);
   if (!k) return false;
+  if (lower_conv_pool(s, *k)) return true;
   if (k->with_epilogue && s.offer(std::move(*k->with_epilogue))) return true;
   return s.offer(std::move(k->plain));
 }

@@ -56,10 +56,8 @@ std::optional<Kernel> weights_gradient(const LoweringState& s, ValueId grad,
 
 }  // namespace
 
-bool lower_conv_pool(LoweringState& s, ValueId id) {
-  std::optional<ConvKernels> ck = conv_kernels(s, id);
-  if (!ck) return false;
-  Kernel& conv_kernel = ck->with_epilogue ? *ck->with_epilogue : ck->plain;
+bool lower_conv_pool(LoweringState& s, const ConvKernels& ck) {
+  const Kernel& conv_kernel = ck.with_epilogue ? *ck.with_epilogue : ck.plain;
   const auto& conv = std::get<ConvSpec>(conv_kernel.spec);
   const ValueId out = conv_kernel.outputs.front();
   if (conv.pass != ConvSpec::Pass::forward || s.is_output(out)) return false;

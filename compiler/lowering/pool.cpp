@@ -139,7 +139,7 @@ void lower_contractions(LoweringState& state) {
     if (state.claimed(id)) continue;
     switch (state.node(id).op) {
       case Op::convolution:
-        if (!lower_conv_pool(state, id)) lower_convolution(state, id);
+        lower_convolution(state, id);
         break;
       case Op::window_max:
       case Op::select_and_scatter:
