@@ -65,6 +65,17 @@ Graph gradient_graph(std::int64_t m, std::int64_t k, std::int64_t n) {
       {{f32, {k, m}}, {f32, {k, n}}}, "gradient");
 }
 
+// xᵀ·dz with x [k, m] and dz [k, n] row-major, in double.
+std::vector<double> gradient_by_hand(const std::vector<float>& x, const std::vector<float>& dz,
+                                     std::int64_t m, std::int64_t k, std::int64_t n) {
+  std::vector<double> y(std::size_t(m * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t q = 0; q < k; ++q)
+        y[std::size_t(i * n + j)] += double(x[std::size_t(q * m + i)]) * dz[std::size_t(q * n + j)];
+  return y;
+}
+
 std::string matmul_line(const Executable& exe) { return kernel_line(exe, "= matmul"); }
 
 void expect_near(const Tensor& got, const std::vector<double>& want, double tol) {
@@ -100,13 +111,7 @@ TEST(CpuZeroSkip, ContiguousColumnsOfTheLeftOperand) {
   ASSERT_EQ(spec.lhs_strides, (std::vector<std::int64_t>{1, m}));  // no transpose kernel
   auto out =
       exe->run(std::vector<Tensor>{Tensor::from(x, Shape{k, m}), Tensor::from(dz, Shape{k, n})});
-  std::vector<double> want(std::size_t(m * n));
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t q = 0; q < k; ++q)
-        want[std::size_t(i * n + j)] +=
-            double(x[std::size_t(q * m + i)]) * dz[std::size_t(q * n + j)];
-  expect_near(out[0], want, 1e-5);
+  expect_near(out[0], gradient_by_hand(x, dz, m, k, n), 1e-5);
   EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("(1 of 1 runs)"));
 }
 
@@ -133,6 +138,95 @@ TEST(CpuZeroSkip, EveryIsaAndThreadCount) {
         first = out;
       else
         EXPECT_TRUE(allclose(out[0], first[0], 0, 0));
+    }
+  }
+}
+
+// n of one block of columns (16 on every ISA, 48 on AVX2, 64 and 128 on AVX-512): the
+// weights read where they lie, not packed, and checked for infinities as they are summed
+// from; one infinity sends the run to the dense kernel, which writes the output again.
+TEST(CpuZeroSkip, WeightsOfOneBlockAreReadInPlace) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  constexpr std::int64_t m = 257, k = 601;
+  auto x = sparse_values(m, k, 15, 30);
+  for (const char* isa : {"", "avx2", "baseline"})
+    for (std::int64_t n : {16, 48, 64, 128}) {
+      SCOPED_TRACE(cat("GLIA_CPU_ISA=", isa, ", n = ", n));
+      ScopedEnv cap("GLIA_CPU_ISA", isa);
+      auto w = sparse_values(k, n, 100, 31), b = sparse_values(1, n, 100, 32);
+      std::vector<Tensor> first;
+      for (int threads : {1, 2}) {
+        CompileOptions o;
+        o.cpu.threads = threads;
+        auto exe = compile_graph(forward_graph(m, k, n), "cpu", o);
+        auto out = exe->run(std::vector<Tensor>{
+            Tensor::from(x, Shape{m, k}), Tensor::from(w, Shape{k, n}), Tensor::from(b, Shape{n})});
+        expect_near(out[0], dense_relu_by_hand(x, w, b, m, k, n), 1e-5);
+        EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("(1 of 1 runs)"));
+        if (first.empty())
+          first = out;
+        else
+          EXPECT_TRUE(allclose(out[0], first[0], 0, 0));
+      }
+      // An infinity at k = 5, where row 0 is zero and row 1 is not.
+      std::vector<float> xi = x, wi = w;
+      xi[0 * k + 5] = 0.0f;
+      xi[1 * k + 5] = 1.0f;
+      wi[5 * n + 2] = std::numeric_limits<float>::infinity();
+      Graph g =
+          trace([](const std::vector<Expr>& in) { return std::vector<Expr>{dot(in[0], in[1])}; },
+                {{f32, {m, k}}, {f32, {k, n}}}, "product");
+      auto exe = compile_graph(g, "cpu");
+      auto out = exe->run(
+          std::vector<Tensor>{Tensor::from(xi, Shape{m, k}), Tensor::from(wi, Shape{k, n})});
+      const float* y = out[0].data<float>();
+      EXPECT_TRUE(std::isnan(y[0 * n + 2]));  // 0 x inf
+      EXPECT_TRUE(std::isinf(y[1 * n + 2]));  // 1 x inf
+      EXPECT_FALSE(std::isnan(y[0 * n + 3]));
+      EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("(0 of 1 runs)"));
+    }
+  ScopedEnv cap("GLIA_CPU_ISA", "baseline");
+  EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, k, 16), "cpu")),
+              ::testing::HasSubstr("rhs read in place"));
+  EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, k, 64), "cpu")),
+              ::testing::HasSubstr("rhs packed"));
+}
+
+// The gradient's layout (the left operand's columns contiguous) on each ISA and thread
+// count: blocks of memory rows and elements transposed, with rows (k = 101) and elements
+// (a chunk's, and m odd) left over; a NaN of the left operand is not zero there either.
+TEST(CpuZeroSkip, ColumnsOnEveryIsaAndThreadCount) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  constexpr std::int64_t m = 301, k = 101;
+  auto x = sparse_values(k, m, 20, 33);
+  for (std::int64_t n : {77, 128}) {
+    auto dz = sparse_values(k, n, 100, 34);
+    const auto want = gradient_by_hand(x, dz, m, k, n);
+    std::vector<float> xn = x;
+    xn[std::size_t(97 * m + 200)] = std::numeric_limits<float>::quiet_NaN();  // row 200
+    for (const char* isa : {"", "avx2", "baseline"}) {
+      std::vector<Tensor> first;
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(cat("GLIA_CPU_ISA=", isa, ", ", threads, " threads, n = ", n));
+        ScopedEnv cap("GLIA_CPU_ISA", isa);
+        CompileOptions o;
+        o.cpu.threads = threads;
+        auto exe = compile_graph(gradient_graph(m, k, n), "cpu", o);
+        auto out = exe->run(
+            std::vector<Tensor>{Tensor::from(x, Shape{k, m}), Tensor::from(dz, Shape{k, n})});
+        expect_near(out[0], want, 1e-5);
+        if (first.empty())
+          first = out;
+        else
+          EXPECT_TRUE(allclose(out[0], first[0], 0, 0));
+        auto nan = exe->run(
+            std::vector<Tensor>{Tensor::from(xn, Shape{k, m}), Tensor::from(dz, Shape{k, n})});
+        const float* y = nan[0].data<float>();
+        for (std::int64_t j = 0; j < n; ++j) ASSERT_TRUE(std::isnan(y[200 * n + j])) << j;
+        EXPECT_FALSE(std::isnan(y[199 * n]));
+        EXPECT_FALSE(std::isnan(y[201 * n]));
+        EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("(2 of 2 runs)"));
+      }
     }
   }
 }

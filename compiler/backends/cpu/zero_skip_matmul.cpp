@@ -3,12 +3,15 @@
 // skip:
 //  1. samples 16 pairs spread over the left operand (8 runs of 8 k each): at most
 //     kZeroSkipDensity of their k may have entries;
-//  2. in one parallel region, each thread copies its share of the right operand's rows
-//     into the scratchpad, in blocks of columns with contiguous rows (pack_rows),
-//     checking them for infinities and NaN;
-//  3. in a second region, each thread takes the next chunk of pairs left, counts its
-//     entries, lists them (k, both values) in its own tables and sums the pairs' products
-//     over them (zero_skip_loops.inc), the epilogue included.
+//  2. where the right operand's rows do not already lie as the loops read them (one
+//     block of columns, rows n apart), one parallel region in which each thread copies
+//     its share of them into the scratchpad in blocks of columns with contiguous rows
+//     (pack_rows), checking them for infinities and NaN;
+//  3. in a second region (the only one where the right operand is read in place, each
+//     thread checking it as it sums its first chunk), each thread takes the next chunk of
+//     pairs left, lists their entries (k, both values) in its own tables, room for every
+//     k of each pair, and sums the pairs' products over them (zero_skip_loops.inc), the
+//     epilogue included.
 // Every output element is summed by one thread in k order: the thread count never
 // changes the bits.
 #include "backends/cpu/zero_skip_matmul.hpp"
@@ -29,33 +32,50 @@ namespace glia::detail::cpu {
 
 namespace {
 
-// A k where either row of a pair of product rows has a nonzero left operand, and both
-// rows' values there.
-struct Entry {
-  std::int32_t k;
-  float value[2];
+// The entries of pairs of product rows, each a k where either row's left operand is
+// nonzero, with both rows' values there: three tables (k ascending within a pair).
+struct Entries {
+  std::int32_t* k;
+  float* value0;
+  float* value1;
 };
+
+// Entries k + l for the lanes l of `bits`, r0[l] and r1[l] their values, written from
+// ks, v0 and v1 on (every lane of a vector written, each over the last one kept: no
+// branch on a lane, where a mispredicted one cost more than the writes); how many.
+template <int kLanes>
+inline int keep_each_lane(unsigned bits, std::int64_t k, const float* r0, const float* r1,
+                          std::int32_t* ks, float* v0, float* v1) {
+  int kept = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    ks[kept] = std::int32_t(k + l);
+    v0[kept] = r0[l];
+    v1[kept] = r1[l];
+    kept += bits >> l & 1;
+  }
+  return kept;
+}
 
 // One ISA's loops (zero_skip_loops.inc): the left operand (a, lda, m, k) first, then
 // pairs p0..p1.
 struct Loops {
-  using Count = std::int64_t (*)(const float*, std::int64_t, std::int64_t, std::int64_t,
-                                 std::int64_t, std::int64_t, std::int32_t*, std::int32_t*);
-  Count count_rows, count_columns;
   bool (*pack_rows)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                     std::int64_t, float*);
-  void (*fill_rows)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                    std::int64_t, const std::int64_t*, Entry*);
-  void (*fill_columns)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t*, Entry*);
-  void (*product_rows)(const Entry*, const std::int64_t*, const float*, std::int64_t, const float*,
-                       std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float*,
-                       std::int64_t, const RowsEpilogue&, float*, const Entry**);
+  bool (*finite_rows)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
+  std::int64_t (*first_block)(std::int64_t);  // the columns of the first block of n
+  using Fill = void (*)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                        std::int64_t, std::int64_t*, const Entries&);
+  Fill fill_rows, fill_columns;
+  bool (*product_rows)(const Entries&, const std::int64_t*, const float*, std::int64_t,
+                       const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, float*, std::int64_t, const RowsEpilogue&, float*,
+                       std::int64_t*, bool);
 };
 
 // The bytes of a block of weights (a range of k times a block of columns) that one pass
-// of the product sums from: at most half of L1.
-constexpr std::int64_t kL1Weights = 16384;
+// of the product sums from: L1's size on the x86 cores glia meets (32 or 48 KB; half of
+// it ran ~7% slower on an AVX-512 EPYC, the pass's sums stored and loaded twice as often).
+constexpr std::int64_t kL1Weights = 32768;
 
 // GCC lowers a vector type in the target of the function that declares it, so each ISA
 // includes the loops in its own target region (as onednn_pool.cpp does).
@@ -65,6 +85,63 @@ namespace isa_avx512 {
 constexpr int kLanes = 16, kColumns = 8;
 inline unsigned nonzero_lanes(const float* p) {
   return _mm512_cmp_ps_mask(_mm512_loadu_ps(p), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+}
+// keep_each_lane by compressing each vector (to a register: compressing to memory is
+// microcoded on AMD's parts), all of it stored.
+inline int keep_lanes(unsigned bits, std::int64_t k, const float* r0, const float* r1,
+                      std::int32_t* ks, float* v0, float* v1) {
+  const auto keep = __mmask16(bits);
+  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  _mm512_storeu_si512(ks, _mm512_maskz_compress_epi32(
+                              keep, _mm512_add_epi32(_mm512_set1_epi32(std::int32_t(k)), lanes)));
+  _mm512_storeu_ps(v0, _mm512_maskz_compress_ps(keep, _mm512_loadu_ps(r0)));
+  _mm512_storeu_ps(v1, _mm512_maskz_compress_ps(keep, _mm512_loadu_ps(r1)));
+  return __builtin_popcount(bits);
+}
+// The 16 x 16 floats from a (rows lda apart) transposed into `columns` (16 apart). (Generic
+// shuffles: GCC 12's unpack intrinsics warn of an uninitialised operand they never read.)
+inline void transpose_block(const float* a, std::int64_t lda, float* columns) {
+  typedef float V __attribute__((vector_size(64)));
+  typedef float VU __attribute__((vector_size(64), aligned(4)));
+  V r[16], u[16];
+  for (int i = 0; i < 16; ++i) r[i] = *reinterpret_cast<const VU*>(a + i * lda);
+  // In each 128-bit lane: rows 2i and 2i + 1's elements 0, 1, then 2, 3, interleaved.
+  for (int i = 0; i < 8; ++i) {
+    u[2 * i] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9,
+                                       25, 12, 28, 13, 29);
+    u[2 * i + 1] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10,
+                                           26, 11, 27, 14, 30, 15, 31);
+  }
+  // r[4i + j], lane l: element 4l + j of rows 4i..4i + 3.
+  for (int i = 0; i < 4; ++i)
+    for (int h = 0; h < 2; ++h) {
+      const V& x = u[4 * i + h];
+      const V& y = u[4 * i + h + 2];
+      r[4 * i + 2 * h] =
+          __builtin_shufflevector(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+      r[4 * i + 2 * h + 1] =
+          __builtin_shufflevector(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    }
+  // Column 4l + j: lane l of r[j], r[4 + j], r[8 + j] and r[12 + j].
+  for (int j = 0; j < 4; ++j) {
+    const V s0 = __builtin_shufflevector(r[j], r[4 + j], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
+                                         21, 22, 23);
+    const V s1 = __builtin_shufflevector(r[j], r[4 + j], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
+                                         27, 28, 29, 30, 31);
+    const V s2 = __builtin_shufflevector(r[8 + j], r[12 + j], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18,
+                                         19, 20, 21, 22, 23);
+    const V s3 = __builtin_shufflevector(r[8 + j], r[12 + j], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                         26, 27, 28, 29, 30, 31);
+    auto* out = reinterpret_cast<V*>(columns);
+    out[j] =
+        __builtin_shufflevector(s0, s2, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    out[4 + j] =
+        __builtin_shufflevector(s0, s2, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    out[8 + j] =
+        __builtin_shufflevector(s1, s3, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    out[12 + j] =
+        __builtin_shufflevector(s1, s3, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  }
 }
 #include "backends/cpu/zero_skip_loops.inc"
 }  // namespace isa_avx512
@@ -78,6 +155,26 @@ inline unsigned nonzero_lanes(const float* p) {
   return unsigned(
       _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_setzero_ps(), _CMP_NEQ_UQ)));
 }
+constexpr auto keep_lanes = keep_each_lane<kLanes>;
+// The 8 x 8 floats from a (rows lda apart) transposed into `columns` (8 apart).
+inline void transpose_block(const float* a, std::int64_t lda, float* columns) {
+  __m256 r[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(a + i * lda);
+  for (int i = 0; i < 4; ++i) {  // per 128-bit lane: rows 2i, 2i + 1 interleaved
+    u[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    u[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {  // r[4i + j], lane l: element 4l + j of rows 4i..4i + 3
+    r[4 * i] = _mm256_shuffle_ps(u[4 * i], u[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm256_shuffle_ps(u[4 * i], u[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm256_shuffle_ps(u[4 * i + 1], u[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm256_shuffle_ps(u[4 * i + 1], u[4 * i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_store_ps(columns + j * 8, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+    _mm256_store_ps(columns + (4 + j) * 8, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+  }
+}
 #include "backends/cpu/zero_skip_loops.inc"
 }  // namespace isa_avx2
 #pragma GCC pop_options
@@ -86,6 +183,17 @@ namespace isa_baseline {
 constexpr int kLanes = 4, kColumns = 6;
 inline unsigned nonzero_lanes(const float* p) {
   return unsigned(_mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(p), _mm_setzero_ps())));
+}
+constexpr auto keep_lanes = keep_each_lane<kLanes>;
+// The 4 x 4 floats from a (rows lda apart) transposed into `columns` (4 apart).
+inline void transpose_block(const float* a, std::int64_t lda, float* columns) {
+  __m128 r0 = _mm_loadu_ps(a), r1 = _mm_loadu_ps(a + lda), r2 = _mm_loadu_ps(a + 2 * lda),
+         r3 = _mm_loadu_ps(a + 3 * lda);
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  _mm_store_ps(columns, r0);
+  _mm_store_ps(columns + 4, r1);
+  _mm_store_ps(columns + 8, r2);
+  _mm_store_ps(columns + 12, r3);
 }
 #include "backends/cpu/zero_skip_loops.inc"
 }  // namespace isa_baseline
@@ -125,20 +233,23 @@ class ZeroSkipMatmul final : public CpuKernel {
     loops_ = by_vector_isa(&isa_avx512::kLoops, &isa_avx2::kLoops, &isa_baseline::kLoops);
     // Threads a run may split over: the program's count (what oneDNN was set up for).
     threads_ = std::clamp(run_threads(), 1, 256);
-    // Chunks of at most kChunkBytes of entries, at least two a thread where there are
-    // pairs enough (threads take the next chunk left: the chunks' entries differ).
-    const auto entry_bytes = std::int64_t(sizeof(Entry)) * s.k;
+    // Chunks of at most kChunkBytes of entries (room for every k of each pair), at least
+    // two a thread where there are pairs enough (threads take the next chunk left: the
+    // chunks' entries differ).
+    const auto entry_bytes = std::int64_t(sizeof(std::int32_t) + 2 * sizeof(float)) * s.k;
     chunk_ = std::max<std::int64_t>(1, kChunkBytes / entry_bytes);
     chunk_ = std::clamp<std::int64_t>((pairs_ + 2 * threads_ - 1) / (2 * threads_), 1, chunk_);
+    // Where b is one block of columns with rows n apart, packing would copy it as it is.
+    direct_ = loops_->first_block(s.n) == s.n && ldb_ == s.n;
     Tables shared, own;
-    packed_at_ = shared.add(sizeof(float) * std::size_t(s.k * s.n));
+    packed_at_ = shared.add(direct_ ? 0 : sizeof(float) * std::size_t(s.k * s.n));
     spare_at_ = shared.add(sizeof(float) * std::size_t(s.n));
-    entries_at_ = own.add(std::size_t(entry_bytes * chunk_));
-    counts_at_ = own.add(sizeof(std::int32_t) * std::size_t(chunk_));
-    lanes_at_ = own.add(sizeof(std::int32_t) * std::size_t(2 * chunk_));
-    start_at_ = own.add(sizeof(std::int64_t) * std::size_t(chunk_ + 1));
-    next_at_ = own.add(sizeof(std::int64_t) * std::size_t(chunk_));
-    cursor_at_ = own.add(sizeof(const Entry*) * std::size_t(chunk_));
+    const auto entries = std::size_t(s.k * chunk_);
+    ks_at_ = own.add(sizeof(std::int32_t) * entries);
+    values0_at_ = own.add(sizeof(float) * entries);
+    values1_at_ = own.add(sizeof(float) * entries);
+    end_at_ = own.add(sizeof(std::int64_t) * std::size_t(chunk_));
+    cursor_at_ = own.add(sizeof(std::int64_t) * std::size_t(chunk_));
     shared_bytes_ = shared.bytes();
     own_bytes_ = own.bytes();
   }
@@ -154,7 +265,8 @@ class ZeroSkipMatmul final : public CpuKernel {
 
   std::string describe() const override {
     return cat("glia zero-skipping matmul where pairs of lhs rows are at most ",
-               std::lround(kZeroSkipDensity * 100), "% nonzero (",
+               std::lround(kZeroSkipDensity * 100), "% nonzero",
+               direct_ ? ", rhs read in place" : ", rhs packed", " (",
                skipped_.load(std::memory_order_relaxed), " of ",
                runs_.load(std::memory_order_relaxed), " runs), else ", dense_->describe());
   }
@@ -199,48 +311,48 @@ class ZeroSkipMatmul final : public CpuKernel {
     const int parts = std::min(run_threads(), threads_);
     const std::int64_t m = s_.m, k = s_.k, n = s_.n;
 
-    // 2. The right operand packed and checked, each thread a share of its rows.
-    bool finite[256];
-    run_parts(ctx.team, parts, [&](std::int64_t p) {
-      finite[p] = loops_->pack_rows(b, ldb_, n, k, k * p / parts, k * (p + 1) / parts, packed);
-    });
-    for (int p = 0; p < parts; ++p)
-      if (!finite[p]) return false;
+    // 2. The right operand packed and checked, each thread a share of its rows; where it
+    // is read in place, each thread checks it as it sums its first chunk.
+    const float* weights = b;
+    if (!direct_) {
+      weights = packed;
+      bool finite[256];
+      run_parts(ctx.team, parts, [&](std::int64_t p) {
+        finite[p] = loops_->pack_rows(b, ldb_, n, k, k * p / parts, k * (p + 1) / parts, packed);
+      });
+      for (int p = 0; p < parts; ++p)
+        if (!finite[p]) return false;
+    }
 
-    // 3. Chunks of pairs, each thread taking the next one left: its entries counted,
-    // listed and summed in the thread's own tables.
+    // 3. Chunks of pairs, each thread taking the next one left: its entries listed and
+    // summed in the thread's own tables. Where b holds an infinity or NaN (read in place)
+    // the dense kernel writes the output again: it never reads it (an operand of the
+    // product is never placed where its output is).
     RowsEpilogue epilogue = rows_epilogue(s_.epilogue, s_.batch.size());
     for (std::size_t o = 0; o < s_.epilogue.operands.size(); ++o)
       epilogue.operand[o] = ctx.at<const float>(s_.epilogue.operands[o].value);
     float* y = ctx.at<float>(out_);
     std::atomic<std::int64_t> next_chunk{0};
+    std::atomic<bool> finite{true};
     run_parts(ctx.team, parts, [&](std::int64_t p) {
       std::byte* own = scratch + shared_bytes_ + std::size_t(p) * own_bytes_;
-      auto* entries = reinterpret_cast<Entry*>(own + entries_at_);
-      auto* counts = reinterpret_cast<std::int32_t*>(own + counts_at_);
-      auto* lanes = reinterpret_cast<std::int32_t*>(own + lanes_at_);
-      auto* start = reinterpret_cast<std::int64_t*>(own + start_at_);
-      auto* next = reinterpret_cast<std::int64_t*>(own + next_at_);
-      auto* cursor = reinterpret_cast<const Entry**>(own + cursor_at_);
-      for (;;) {
+      const Entries entries{reinterpret_cast<std::int32_t*>(own + ks_at_),
+                            reinterpret_cast<float*>(own + values0_at_),
+                            reinterpret_cast<float*>(own + values1_at_)};
+      auto* end = reinterpret_cast<std::int64_t*>(own + end_at_);
+      auto* cursor = reinterpret_cast<std::int64_t*>(own + cursor_at_);
+      for (bool check = direct_;; check = false) {
         const std::int64_t p0 = next_chunk.fetch_add(1, std::memory_order_relaxed) * chunk_;
         if (p0 >= pairs_) break;
         const std::int64_t p1 = std::min(pairs_, p0 + chunk_);
-        (rows_layout_ ? loops_->count_rows : loops_->count_columns)(a, lda_, m, k, p0, p1, counts,
-                                                                    lanes);
-        start[0] = 0;
-        for (std::int64_t i = 0; i < p1 - p0; ++i) start[i + 1] = start[i] + counts[i];
-        if (rows_layout_) {
-          loops_->fill_rows(a, lda_, m, k, p0, p1, start, entries);
-        } else {
-          std::copy(start, start + (p1 - p0), next);  // each pair's next entry
-          loops_->fill_columns(a, lda_, m, k, p0, p1, next, entries);
-        }
-        loops_->product_rows(entries, start, b, ldb_, packed, m, k, n, p0, p1, y, ldy_, epilogue,
-                             spare, cursor);
+        (rows_layout_ ? loops_->fill_rows : loops_->fill_columns)(a, lda_, m, k, p0, p1, end,
+                                                                  entries);
+        if (!loops_->product_rows(entries, end, b, ldb_, weights, m, k, n, p0, p1, y, ldy_,
+                                  epilogue, spare, cursor, check))
+          finite.store(false, std::memory_order_relaxed);
       }
     });
-    return true;
+    return finite.load(std::memory_order_relaxed);
   }
 
   MatmulSpec s_;
@@ -254,8 +366,9 @@ class ZeroSkipMatmul final : public CpuKernel {
   std::int64_t chunk_ = 1;  // pairs a thread lists and sums in one go
   // The scratchpad: the shared tables, then each thread's own.
   std::size_t packed_at_ = 0, spare_at_ = 0, shared_bytes_ = 0;
-  std::size_t entries_at_ = 0, counts_at_ = 0, lanes_at_ = 0, start_at_ = 0, next_at_ = 0,
-              cursor_at_ = 0, own_bytes_ = 0;
+  bool direct_ = false;  // b read in place, not packed
+  std::size_t ks_at_ = 0, values0_at_ = 0, values1_at_ = 0, end_at_ = 0, cursor_at_ = 0,
+              own_bytes_ = 0;
   mutable std::atomic<std::int64_t> runs_{0}, skipped_{0};
 };
 
