@@ -142,12 +142,14 @@ TEST(CpuZeroSkip, EveryIsaAndThreadCount) {
   }
 }
 
-// n of one block of columns (16 on every ISA, 48 on AVX2, 64 and 128 on AVX-512): the
-// weights read where they lie, not packed, and checked for infinities as they are summed
-// from; one infinity sends the run to the dense kernel, which writes the output again.
+// n of one block of columns (16 on every ISA, 48 on AVX2, 64 and 128 on AVX-512), weights
+// of at most 128 KB: read where they lie, not packed, and checked for infinities as they
+// are summed from; one infinity sends the run to the dense kernel, which writes the
+// output again.
 TEST(CpuZeroSkip, WeightsOfOneBlockAreReadInPlace) {
   GLIA_REQUIRE_CPU_BACKEND();
-  constexpr std::int64_t m = 257, k = 601;
+  constexpr std::int64_t m = 525,
+                         k = 250;  // 2^21 multiply-adds at n = 16; 125 KB of weights at 128
   auto x = sparse_values(m, k, 15, 30);
   for (const char* isa : {"", "avx2", "baseline"})
     for (std::int64_t n : {16, 48, 64, 128}) {
@@ -189,6 +191,11 @@ TEST(CpuZeroSkip, WeightsOfOneBlockAreReadInPlace) {
   EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, k, 16), "cpu")),
               ::testing::HasSubstr("rhs read in place"));
   EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, k, 64), "cpu")),
+              ::testing::HasSubstr("rhs packed"));
+  // Larger weights are packed (each thread's share kept in its own core's cache).
+  EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, 2 * k, 16), "cpu")),
+              ::testing::HasSubstr("rhs read in place"));
+  EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, 2100, 16), "cpu")),
               ::testing::HasSubstr("rhs packed"));
 }
 

@@ -77,6 +77,10 @@ struct Loops {
 // it ran ~7% slower on an AVX-512 EPYC, the pass's sums stored and loaded twice as often).
 constexpr std::int64_t kL1Weights = 32768;
 
+// The most bytes of a right operand read in place (see ZeroSkipMatmul::ZeroSkipMatmul): the
+// MLP's gradient product's [128, 128] dz; its 784x128 weights are packed.
+constexpr std::int64_t kDirectBytes = 128 * 1024;
+
 // GCC lowers a vector type in the target of the function that declares it, so each ISA
 // includes the loops in its own target region (as onednn_pool.cpp does).
 #pragma GCC push_options
@@ -239,8 +243,14 @@ class ZeroSkipMatmul final : public CpuKernel {
     const auto entry_bytes = std::int64_t(sizeof(std::int32_t) + 2 * sizeof(float)) * s.k;
     chunk_ = std::max<std::int64_t>(1, kChunkBytes / entry_bytes);
     chunk_ = std::clamp<std::int64_t>((pairs_ + 2 * threads_ - 1) / (2 * threads_), 1, chunk_);
-    // Where b is one block of columns with rows n apart, packing would copy it as it is.
-    direct_ = loops_->first_block(s.n) == s.n && ldb_ == s.n;
+    // Where b is one block of columns with rows n apart, packing would copy it as it is,
+    // but it also keeps each thread's share of a large b in its own core's cache: read in
+    // place by every thread, b ends up in every core's, and whoever writes it next (an
+    // optimizer's update of weights) waits for the other cores to give its lines up (the
+    // MNIST MLP's Adam update of its 784x128 weights ran 21 -> 50 us a step after a
+    // product that read them in place, 2 threads of an EPYC).
+    direct_ = loops_->first_block(s.n) == s.n && ldb_ == s.n &&
+              s.k * s.n * std::int64_t(sizeof(float)) <= kDirectBytes;
     Tables shared, own;
     packed_at_ = shared.add(direct_ ? 0 : sizeof(float) * std::size_t(s.k * s.n));
     spare_at_ = shared.add(sizeof(float) * std::size_t(s.n));
