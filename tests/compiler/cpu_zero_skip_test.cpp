@@ -192,11 +192,64 @@ TEST(CpuZeroSkip, WeightsOfOneBlockAreReadInPlace) {
               ::testing::HasSubstr("rhs read in place"));
   EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, k, 64), "cpu")),
               ::testing::HasSubstr("rhs packed"));
-  // Larger weights are packed (each thread's share kept in its own core's cache).
+  // Larger weights are summed in two halves of k (each thread reading one half) where
+  // the output is small, else packed (each thread's share kept in its own core's cache).
   EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, 2 * k, 16), "cpu")),
-              ::testing::HasSubstr("rhs read in place"));
+              ::testing::HasSubstr("nonzero, rhs read in place"));
   EXPECT_THAT(matmul_line(*compile_graph(forward_graph(m, 2100, 16), "cpu")),
+              ::testing::HasSubstr("k in halves, rhs read in place"));
+  EXPECT_THAT(matmul_line(*compile_graph(forward_graph(9000, 2100, 16), "cpu")),
               ::testing::HasSubstr("rhs packed"));
+}
+
+// Weights of one block of columns over 128 KB, the output small: k in two halves, each
+// thread summing one half's rows of the weights in place for its share of the pairs, then
+// the halves added and the epilogue applied; the same bits on any thread count (one
+// thread sums both halves apart too); an infinity in either half is found.
+TEST(CpuZeroSkip, LargeWeightsOfOneBlockSumTwoHalvesOfK) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  constexpr std::int64_t m = 129, k = 2101;  // a lone last row; the halves 1050 and 1051
+  auto x = sparse_values(m, k, 15, 40);
+  for (const char* isa : {"", "avx2", "baseline"})
+    for (std::int64_t n : {16, 128}) {
+      SCOPED_TRACE(cat("GLIA_CPU_ISA=", isa, ", n = ", n));
+      ScopedEnv cap("GLIA_CPU_ISA", isa);
+      auto w = sparse_values(k, n, 100, 41), b = sparse_values(1, n, 100, 42);
+      const auto want = dense_relu_by_hand(x, w, b, m, k, n);
+      std::vector<Tensor> first;
+      for (int threads : {1, 2, 3, 4}) {
+        SCOPED_TRACE(cat(threads, " threads"));
+        CompileOptions o;
+        o.cpu.threads = threads;
+        auto exe = compile_graph(forward_graph(m, k, n), "cpu", o);
+        auto out = exe->run(std::vector<Tensor>{
+            Tensor::from(x, Shape{m, k}), Tensor::from(w, Shape{k, n}), Tensor::from(b, Shape{n})});
+        expect_near(out[0], want, 1e-5);
+        EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("(1 of 1 runs)"));
+        if (n == 16) EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("k in halves"));
+        if (first.empty())
+          first = out;
+        else
+          EXPECT_TRUE(allclose(out[0], first[0], 0, 0));
+      }
+      Graph g =
+          trace([](const std::vector<Expr>& in) { return std::vector<Expr>{dot(in[0], in[1])}; },
+                {{f32, {m, k}}, {f32, {k, n}}}, "product");
+      for (std::int64_t at : {std::int64_t{5}, k - 3}) {  // in the first half, the second
+        std::vector<float> xi = x, wi = w;
+        xi[std::size_t(0 * k + at)] = 0.0f;
+        xi[std::size_t(1 * k + at)] = 1.0f;
+        wi[std::size_t(at * n + 2)] = std::numeric_limits<float>::infinity();
+        auto exe = compile_graph(g, "cpu");
+        auto out = exe->run(
+            std::vector<Tensor>{Tensor::from(xi, Shape{m, k}), Tensor::from(wi, Shape{k, n})});
+        const float* y = out[0].data<float>();
+        EXPECT_TRUE(std::isnan(y[0 * n + 2])) << at;  // 0 x inf
+        EXPECT_TRUE(std::isinf(y[1 * n + 2])) << at;  // 1 x inf
+        EXPECT_FALSE(std::isnan(y[0 * n + 3])) << at;
+        EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("(0 of 1 runs)"));
+      }
+    }
 }
 
 // The gradient's layout (the left operand's columns contiguous) on each ISA and thread

@@ -3,17 +3,21 @@
 // skip:
 //  1. samples 16 pairs spread over the left operand (8 runs of 8 k each): at most
 //     kZeroSkipDensity of their k may have entries;
-//  2. where the right operand's rows do not already lie as the loops read them (one
-//     block of columns, rows n apart), one parallel region in which each thread copies
-//     its share of them into the scratchpad in blocks of columns with contiguous rows
-//     (pack_rows), checking them for infinities and NaN;
+//  2. unless the right operand is read in place (one block of columns, rows n apart, at
+//     most kDirectBytes), one parallel region in which each thread copies its share of
+//     its rows into the scratchpad in blocks of columns with contiguous rows (pack_rows),
+//     checking them for infinities and NaN;
 //  3. in a second region (the only one where the right operand is read in place, each
 //     thread checking it as it sums its first chunk), each thread takes the next chunk of
 //     pairs left, lists their entries (k, both values) in its own tables, room for every
 //     k of each pair, and sums the pairs' products over them (zero_skip_loops.inc), the
 //     epilogue included.
-// Every output element is summed by one thread in k order: the thread count never
-// changes the bits.
+// Where the right operand is one such block but large and the output small (a training
+// step's first layer), k goes in two halves instead, each thread summing every pair over
+// its half's rows read in place (what its share of the optimizer's update writes), the
+// second half's sums kept apart, then added to the first's and the epilogue applied
+// (sum_halves). Every output element is summed by one thread in k order (over each half
+// in order there): the thread count never changes the bits.
 #include "backends/cpu/zero_skip_matmul.hpp"
 
 #include <immintrin.h>
@@ -63,13 +67,14 @@ struct Loops {
                     std::int64_t, float*);
   bool (*finite_rows)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
   std::int64_t (*first_block)(std::int64_t);  // the columns of the first block of n
-  using Fill = void (*)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                        std::int64_t, std::int64_t*, const Entries&);
-  Fill fill_rows, fill_columns;
+  void (*fill_rows)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                    std::int64_t, std::int64_t, std::int64_t, std::int64_t*, const Entries&);
+  void (*fill_columns)(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, std::int64_t*, const Entries&);
   bool (*product_rows)(const Entries&, const std::int64_t*, const float*, std::int64_t,
                        const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, float*, std::int64_t, const RowsEpilogue&, float*,
-                       std::int64_t*, bool);
+                       std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t,
+                       const RowsEpilogue&, float*, std::int64_t*, bool);
 };
 
 // The bytes of a block of weights (a range of k times a block of columns) that one pass
@@ -81,126 +86,13 @@ constexpr std::int64_t kL1Weights = 32768;
 // MLP's gradient product's [128, 128] dz; its 784x128 weights are packed.
 constexpr std::int64_t kDirectBytes = 128 * 1024;
 
-// GCC lowers a vector type in the target of the function that declares it, so each ISA
-// includes the loops in its own target region (as onednn_pool.cpp does).
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
-namespace isa_avx512 {
-constexpr int kLanes = 16, kColumns = 8;
-inline unsigned nonzero_lanes(const float* p) {
-  return _mm512_cmp_ps_mask(_mm512_loadu_ps(p), _mm512_setzero_ps(), _CMP_NEQ_UQ);
-}
-// keep_each_lane by compressing each vector (to a register: compressing to memory is
-// microcoded on AMD's parts), all of it stored.
-inline int keep_lanes(unsigned bits, std::int64_t k, const float* r0, const float* r1,
-                      std::int32_t* ks, float* v0, float* v1) {
-  const auto keep = __mmask16(bits);
-  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  _mm512_storeu_si512(ks, _mm512_maskz_compress_epi32(
-                              keep, _mm512_add_epi32(_mm512_set1_epi32(std::int32_t(k)), lanes)));
-  _mm512_storeu_ps(v0, _mm512_maskz_compress_ps(keep, _mm512_loadu_ps(r0)));
-  _mm512_storeu_ps(v1, _mm512_maskz_compress_ps(keep, _mm512_loadu_ps(r1)));
-  return __builtin_popcount(bits);
-}
-// The 16 x 16 floats from a (rows lda apart) transposed into `columns` (16 apart). (Generic
-// shuffles: GCC 12's unpack intrinsics warn of an uninitialised operand they never read.)
-inline void transpose_block(const float* a, std::int64_t lda, float* columns) {
-  typedef float V __attribute__((vector_size(64)));
-  typedef float VU __attribute__((vector_size(64), aligned(4)));
-  V r[16], u[16];
-  for (int i = 0; i < 16; ++i) r[i] = *reinterpret_cast<const VU*>(a + i * lda);
-  // In each 128-bit lane: rows 2i and 2i + 1's elements 0, 1, then 2, 3, interleaved.
-  for (int i = 0; i < 8; ++i) {
-    u[2 * i] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9,
-                                       25, 12, 28, 13, 29);
-    u[2 * i + 1] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10,
-                                           26, 11, 27, 14, 30, 15, 31);
-  }
-  // r[4i + j], lane l: element 4l + j of rows 4i..4i + 3.
-  for (int i = 0; i < 4; ++i)
-    for (int h = 0; h < 2; ++h) {
-      const V& x = u[4 * i + h];
-      const V& y = u[4 * i + h + 2];
-      r[4 * i + 2 * h] =
-          __builtin_shufflevector(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-      r[4 * i + 2 * h + 1] =
-          __builtin_shufflevector(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
-    }
-  // Column 4l + j: lane l of r[j], r[4 + j], r[8 + j] and r[12 + j].
-  for (int j = 0; j < 4; ++j) {
-    const V s0 = __builtin_shufflevector(r[j], r[4 + j], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
-                                         21, 22, 23);
-    const V s1 = __builtin_shufflevector(r[j], r[4 + j], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
-                                         27, 28, 29, 30, 31);
-    const V s2 = __builtin_shufflevector(r[8 + j], r[12 + j], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18,
-                                         19, 20, 21, 22, 23);
-    const V s3 = __builtin_shufflevector(r[8 + j], r[12 + j], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
-                                         26, 27, 28, 29, 30, 31);
-    auto* out = reinterpret_cast<V*>(columns);
-    out[j] =
-        __builtin_shufflevector(s0, s2, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-    out[4 + j] =
-        __builtin_shufflevector(s0, s2, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-    out[8 + j] =
-        __builtin_shufflevector(s1, s3, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-    out[12 + j] =
-        __builtin_shufflevector(s1, s3, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  }
-}
-#include "backends/cpu/zero_skip_loops.inc"
-}  // namespace isa_avx512
-#pragma GCC pop_options
+// The most bytes of a product's output whose sums over k's second half sum_halves keeps
+// apart (the MLP's step at batch 128: 64 KB; batch 10,000 predicts in one pass).
+constexpr std::int64_t kSplitBytes = 512 * 1024;
+// Rows of k a range covers at least (sum_halves's halves are two of them or more).
+constexpr std::int64_t kL1Range = 16;
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-namespace isa_avx2 {
-constexpr int kLanes = 8, kColumns = 6;
-inline unsigned nonzero_lanes(const float* p) {
-  return unsigned(
-      _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_setzero_ps(), _CMP_NEQ_UQ)));
-}
-constexpr auto keep_lanes = keep_each_lane<kLanes>;
-// The 8 x 8 floats from a (rows lda apart) transposed into `columns` (8 apart).
-inline void transpose_block(const float* a, std::int64_t lda, float* columns) {
-  __m256 r[8], u[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(a + i * lda);
-  for (int i = 0; i < 4; ++i) {  // per 128-bit lane: rows 2i, 2i + 1 interleaved
-    u[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    u[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {  // r[4i + j], lane l: element 4l + j of rows 4i..4i + 3
-    r[4 * i] = _mm256_shuffle_ps(u[4 * i], u[4 * i + 2], 0x44);
-    r[4 * i + 1] = _mm256_shuffle_ps(u[4 * i], u[4 * i + 2], 0xEE);
-    r[4 * i + 2] = _mm256_shuffle_ps(u[4 * i + 1], u[4 * i + 3], 0x44);
-    r[4 * i + 3] = _mm256_shuffle_ps(u[4 * i + 1], u[4 * i + 3], 0xEE);
-  }
-  for (int j = 0; j < 4; ++j) {
-    _mm256_store_ps(columns + j * 8, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
-    _mm256_store_ps(columns + (4 + j) * 8, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
-  }
-}
-#include "backends/cpu/zero_skip_loops.inc"
-}  // namespace isa_avx2
-#pragma GCC pop_options
-
-namespace isa_baseline {
-constexpr int kLanes = 4, kColumns = 6;
-inline unsigned nonzero_lanes(const float* p) {
-  return unsigned(_mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(p), _mm_setzero_ps())));
-}
-constexpr auto keep_lanes = keep_each_lane<kLanes>;
-// The 4 x 4 floats from a (rows lda apart) transposed into `columns` (4 apart).
-inline void transpose_block(const float* a, std::int64_t lda, float* columns) {
-  __m128 r0 = _mm_loadu_ps(a), r1 = _mm_loadu_ps(a + lda), r2 = _mm_loadu_ps(a + 2 * lda),
-         r3 = _mm_loadu_ps(a + 3 * lda);
-  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-  _mm_store_ps(columns, r0);
-  _mm_store_ps(columns + 4, r1);
-  _mm_store_ps(columns + 8, r2);
-  _mm_store_ps(columns + 12, r3);
-}
-#include "backends/cpu/zero_skip_loops.inc"
-}  // namespace isa_baseline
+#include "backends/cpu/zero_skip_isa.inc"
 
 constexpr std::size_t kAlign = 64;
 std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
@@ -251,9 +143,17 @@ class ZeroSkipMatmul final : public CpuKernel {
     // product that read them in place, 2 threads of an EPYC).
     direct_ = loops_->first_block(s.n) == s.n && ldb_ == s.n &&
               s.k * s.n * std::int64_t(sizeof(float)) <= kDirectBytes;
+    // Or k in two halves, each summed for every pair by the threads of one half from
+    // its rows of b, read in place, then the halves' sums added (in that order, whatever
+    // the thread count) and the epilogue applied: each core reads only its half of b, as
+    // packing has it, with no copy. Where b is one block and large, and the second half's
+    // sums (m x n) are small.
+    split_ = rows_layout_ && !direct_ && loops_->first_block(s.n) == s.n && ldb_ == s.n &&
+             s.k >= 2 * kL1Range && s.m * s.n * std::int64_t(sizeof(float)) <= kSplitBytes;
     Tables shared, own;
-    packed_at_ = shared.add(direct_ ? 0 : sizeof(float) * std::size_t(s.k * s.n));
-    spare_at_ = shared.add(sizeof(float) * std::size_t(s.n));
+    packed_at_ = shared.add(direct_ || split_ ? 0 : sizeof(float) * std::size_t(s.k * s.n));
+    spare_at_ = shared.add(sizeof(float) * std::size_t(2 * s.n));
+    half_at_ = shared.add(split_ ? sizeof(float) * std::size_t(s.m * s.n) : 0);
     const auto entries = std::size_t(s.k * chunk_);
     ks_at_ = own.add(sizeof(std::int32_t) * entries);
     values0_at_ = own.add(sizeof(float) * entries);
@@ -276,8 +176,10 @@ class ZeroSkipMatmul final : public CpuKernel {
   std::string describe() const override {
     return cat("glia zero-skipping matmul where pairs of lhs rows are at most ",
                std::lround(kZeroSkipDensity * 100), "% nonzero",
-               direct_ ? ", rhs read in place" : ", rhs packed", " (",
-               skipped_.load(std::memory_order_relaxed), " of ",
+               split_    ? ", k in halves, rhs read in place"
+               : direct_ ? ", rhs read in place"
+                         : ", rhs packed",
+               " (", skipped_.load(std::memory_order_relaxed), " of ",
                runs_.load(std::memory_order_relaxed), " runs), else ", dense_->describe());
   }
   std::size_t scratchpad_bytes() const override {
@@ -320,6 +222,7 @@ class ZeroSkipMatmul final : public CpuKernel {
     auto* spare = reinterpret_cast<float*>(scratch + spare_at_);
     const int parts = std::min(run_threads(), threads_);
     const std::int64_t m = s_.m, k = s_.k, n = s_.n;
+    if (split_) return sum_halves(ctx, a, b, parts);
 
     // 2. The right operand packed and checked, each thread a share of its rows; where it
     // is read in place, each thread checks it as it sums its first chunk.
@@ -338,31 +241,93 @@ class ZeroSkipMatmul final : public CpuKernel {
     // summed in the thread's own tables. Where b holds an infinity or NaN (read in place)
     // the dense kernel writes the output again: it never reads it (an operand of the
     // product is never placed where its output is).
-    RowsEpilogue epilogue = rows_epilogue(s_.epilogue, s_.batch.size());
-    for (std::size_t o = 0; o < s_.epilogue.operands.size(); ++o)
-      epilogue.operand[o] = ctx.at<const float>(s_.epilogue.operands[o].value);
+    const RowsEpilogue epilogue = run_epilogue(ctx);
     float* y = ctx.at<float>(out_);
     std::atomic<std::int64_t> next_chunk{0};
     std::atomic<bool> finite{true};
     run_parts(ctx.team, parts, [&](std::int64_t p) {
-      std::byte* own = scratch + shared_bytes_ + std::size_t(p) * own_bytes_;
-      const Entries entries{reinterpret_cast<std::int32_t*>(own + ks_at_),
-                            reinterpret_cast<float*>(own + values0_at_),
-                            reinterpret_cast<float*>(own + values1_at_)};
-      auto* end = reinterpret_cast<std::int64_t*>(own + end_at_);
-      auto* cursor = reinterpret_cast<std::int64_t*>(own + cursor_at_);
+      const auto [entries, end, cursor] = own_tables(scratch, p);
       for (bool check = direct_;; check = false) {
         const std::int64_t p0 = next_chunk.fetch_add(1, std::memory_order_relaxed) * chunk_;
         if (p0 >= pairs_) break;
         const std::int64_t p1 = std::min(pairs_, p0 + chunk_);
-        (rows_layout_ ? loops_->fill_rows : loops_->fill_columns)(a, lda_, m, k, p0, p1, end,
-                                                                  entries);
-        if (!loops_->product_rows(entries, end, b, ldb_, weights, m, k, n, p0, p1, y, ldy_,
+        if (rows_layout_)
+          loops_->fill_rows(a, lda_, m, k, 0, k, p0, p1, end, entries);
+        else
+          loops_->fill_columns(a, lda_, m, k, p0, p1, end, entries);
+        if (!loops_->product_rows(entries, end, b, ldb_, weights, m, k, 0, k, n, p0, p1, y, ldy_,
                                   epilogue, spare, cursor, check))
           finite.store(false, std::memory_order_relaxed);
       }
     });
     return finite.load(std::memory_order_relaxed);
+  }
+
+  // Thread p's tables in the scratchpad: its entries, each pair's end, each pair's next
+  // entry.
+  struct Own {
+    Entries entries;
+    std::int64_t* end;
+    std::int64_t* cursor;
+  };
+  Own own_tables(std::byte* scratch, std::int64_t p) const {
+    std::byte* own = scratch + shared_bytes_ + std::size_t(p) * own_bytes_;
+    return {
+        {reinterpret_cast<std::int32_t*>(own + ks_at_), reinterpret_cast<float*>(own + values0_at_),
+         reinterpret_cast<float*>(own + values1_at_)},
+        reinterpret_cast<std::int64_t*>(own + end_at_),
+        reinterpret_cast<std::int64_t*>(own + cursor_at_)};
+  }
+
+  RowsEpilogue run_epilogue(RunContext& ctx) const {
+    RowsEpilogue epilogue = rows_epilogue(s_.epilogue, s_.batch.size());
+    for (std::size_t o = 0; o < s_.epilogue.operands.size(); ++o)
+      epilogue.operand[o] = ctx.at<const float>(s_.epilogue.operands[o].value);
+    return epilogue;
+  }
+
+  // The product over the two halves of k (split_): thread p sums half p % 2 (one
+  // thread: both), the pairs split between the threads of a half; then the second half's
+  // sums are added to the first's and the epilogue applied, rows split between threads.
+  bool sum_halves(RunContext& ctx, const float* a, const float* b, int parts) const {
+    const std::int64_t m = s_.m, k = s_.k, n = s_.n;
+    auto* scratch = static_cast<std::byte*>(ctx.scratchpad);
+    auto* spare = reinterpret_cast<float*>(scratch + spare_at_);
+    auto* half = reinterpret_cast<float*>(scratch + half_at_);  // the second half's sums
+    float* y = ctx.at<float>(out_);
+    const RowsEpilogue none{nullptr, 0, {}, {}, {}};
+    std::atomic<bool> finite{true};
+    run_parts(ctx.team, parts, [&](std::int64_t p) {
+      const auto [entries, end, cursor] = own_tables(scratch, p);
+      for (int h = 0; h < 2; ++h) {
+        if (parts > 1 && p % 2 != h) continue;
+        const std::int64_t on_half = parts > 1 ? (parts - h + 1) / 2 : 1,
+                           index = parts > 1 ? p / 2 : 0;
+        const std::int64_t kb = h == 0 ? 0 : k / 2, ke = h == 0 ? k / 2 : k;
+        const std::int64_t q1 = pairs_ * (index + 1) / on_half;
+        bool check = true;  // this thread's first chunk of the half checks its rows of b
+        for (std::int64_t p0 = pairs_ * index / on_half; p0 < q1; p0 += chunk_) {
+          const std::int64_t p1 = std::min(q1, p0 + chunk_);
+          loops_->fill_rows(a, lda_, m, k, kb, ke, p0, p1, end, entries);
+          if (!loops_->product_rows(entries, end, b, ldb_, b, m, k, kb, ke, n, p0, p1,
+                                    h == 0 ? y : half, h == 0 ? ldy_ : n, none, spare + h * n,
+                                    cursor, check))
+            finite.store(false, std::memory_order_relaxed);
+          check = false;
+        }
+      }
+    });
+    if (!finite.load(std::memory_order_relaxed)) return false;
+    const RowsEpilogue epilogue = run_epilogue(ctx);
+    run_parts(ctx.team, parts, [&](std::int64_t p) {
+      for (std::int64_t i = m * p / parts; i < m * (p + 1) / parts; ++i) {
+        float* row = y + i * ldy_;
+        const float* second = half + i * n;
+        for (std::int64_t j = 0; j < n; ++j) row[j] += second[j];
+        apply_epilogue(epilogue, i, 0, row, n);
+      }
+    });
+    return true;
   }
 
   MatmulSpec s_;
@@ -377,6 +342,8 @@ class ZeroSkipMatmul final : public CpuKernel {
   // The scratchpad: the shared tables, then each thread's own.
   std::size_t packed_at_ = 0, spare_at_ = 0, shared_bytes_ = 0;
   bool direct_ = false;  // b read in place, not packed
+  bool split_ = false;   // k in two halves (sum_halves)
+  std::size_t half_at_ = 0;
   std::size_t ks_at_ = 0, values0_at_ = 0, values1_at_ = 0, end_at_ = 0, cursor_at_ = 0,
               own_bytes_ = 0;
   mutable std::atomic<std::int64_t> runs_{0}, skipped_{0};
