@@ -226,7 +226,9 @@ TEST(CpuZeroSkip, LargeWeightsOfOneBlockSumTwoHalvesOfK) {
             Tensor::from(x, Shape{m, k}), Tensor::from(w, Shape{k, n}), Tensor::from(b, Shape{n})});
         expect_near(out[0], want, 1e-5);
         EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("(1 of 1 runs)"));
-        if (n == 16) EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("k in halves"));
+        if (n == 16) {  // one block on every ISA
+          EXPECT_THAT(matmul_line(*exe), ::testing::HasSubstr("k in halves"));
+        }
         if (first.empty())
           first = out;
         else

@@ -89,8 +89,6 @@ constexpr std::int64_t kDirectBytes = 128 * 1024;
 // The most bytes of a product's output whose sums over k's second half sum_halves keeps
 // apart (the MLP's step at batch 128: 64 KB; batch 10,000 predicts in one pass).
 constexpr std::int64_t kSplitBytes = 512 * 1024;
-// Rows of k a range covers at least (sum_halves's halves are two of them or more).
-constexpr std::int64_t kL1Range = 16;
 
 #include "backends/cpu/zero_skip_isa.inc"
 
@@ -149,7 +147,7 @@ class ZeroSkipMatmul final : public CpuKernel {
     // packing has it, with no copy. Where b is one block and large, and the second half's
     // sums (m x n) are small.
     split_ = rows_layout_ && !direct_ && loops_->first_block(s.n) == s.n && ldb_ == s.n &&
-             s.k >= 2 * kL1Range && s.m * s.n * std::int64_t(sizeof(float)) <= kSplitBytes;
+             s.m * s.n * std::int64_t(sizeof(float)) <= kSplitBytes;
     Tables shared, own;
     packed_at_ = shared.add(direct_ || split_ ? 0 : sizeof(float) * std::size_t(s.k * s.n));
     spare_at_ = shared.add(sizeof(float) * std::size_t(2 * s.n));
