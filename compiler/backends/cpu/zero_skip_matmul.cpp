@@ -42,6 +42,11 @@ struct Entries {
   std::int32_t* k;
   float* value0;
   float* value1;
+  void put(std::int64_t e, std::int64_t at, float v0, float v1) const {
+    k[e] = std::int32_t(at);
+    value0[e] = v0;
+    value1[e] = v1;
+  }
 };
 
 // Entries k + l for the lanes l of `bits`, r0[l] and r1[l] their values, written from
