@@ -3,8 +3,8 @@
 // registers, with AVX-512 and with AVX2 (GLIA_CPU_ISA=avx2), against the interpreter:
 // rows of every tail length, a chunk boundary, rows split between threads, and NaN,
 // infinities and huge values where they fall. Rows longer than 16,384 run in two passes
-// on AVX2 (backends/cpu/softmax_long.cpp), checked the same ways; softmax over other
-// axes, and long rows whose exponentials another kernel reads, keep the sweeps.
+// (backends/cpu/softmax_long.cpp), on both ISAs, checked the same ways; softmax over
+// other axes, and long rows whose exponentials another kernel reads, keep the sweeps.
 #include <cmath>
 #include <limits>
 
@@ -113,9 +113,7 @@ constexpr const char* kLongKernel = "-> glia softmax long rows";
 // Long rows: one row over threads; rows ending in a partial block and a partial vector;
 // rows whose values span far more than exp's range, so that blocks' maxima differ by more
 // than exp can scale (their factors underflow to 0, as the interpreter's exp(x - M) does).
-TEST(CpuSoftmaxLong, LongRowsMatchTheInterpreter) {
-  GLIA_REQUIRE_AVX2();
-  ScopedEnv isa("GLIA_CPU_ISA", "avx2");  // AVX-512 machines keep the sweeps
+void expect_long_rows_match() {
   expect_matches_interp(softmax_graph({16385}), seeded({16385}, f32, -30, 30, 21), 0, kLongKernel);
   expect_matches_interp(softmax_graph({3, 20003}), seeded({3, 20003}, f32, -8, 8, 22), 2,
                         kLongKernel);
@@ -127,22 +125,40 @@ TEST(CpuSoftmaxLong, LongRowsMatchTheInterpreter) {
   expect_matches_interp(softmax_graph({1000003}), big, 2, kLongKernel);
 }
 
-// Rows of 3 blocks and a tail: NaN in one block makes its row NaN; +inf makes its row NaN;
-// a row of -inf is NaN; a block of -inf in a finite row is 0; the max in the tail.
-TEST(CpuSoftmaxLong, SpecialValuesReachTheirRowsAsInTheInterpreter) {
+TEST(CpuSoftmaxLong, LongRowsMatchTheInterpreter) {
+  GLIA_REQUIRE_AVX2();
+  expect_long_rows_match();
+}
+
+TEST(CpuSoftmaxLong, TheAvx2LongRowsMatchTheInterpreter) {
   GLIA_REQUIRE_AVX2();
   ScopedEnv isa("GLIA_CPU_ISA", "avx2");
+  expect_long_rows_match();
+}
+
+// Rows of 3 blocks and a tail: NaN in one block makes its row NaN; +inf makes its row NaN;
+// a row of -inf is NaN; a block of -inf in a finite row is 0; the max in the tail; a block
+// whose last vector is partial (5 and 15 columns of 16) holds NaN or the row's max there.
+TEST(CpuSoftmaxLong, SpecialValuesReachTheirRowsAsInTheInterpreter) {
+  GLIA_REQUIRE_AVX2();
   const float inf = std::numeric_limits<float>::infinity();
-  constexpr std::int64_t kCols = 3 * 4096 + 4101;  // 4 blocks, the last with a tail of 5
-  Tensor x = seeded({6, kCols}, f32, -5, 5, 25);
-  float* p = x.data<float>();
-  p[0 * kCols + 5000] = std::nanf("");
-  p[1 * kCols + 9000] = inf;
-  for (std::int64_t c = 0; c < kCols; ++c) p[2 * kCols + c] = -inf;
-  for (std::int64_t c = 4096; c < 8192; ++c) p[3 * kCols + c] = -inf;
-  p[4 * kCols + kCols - 1] = 70.f;
-  p[5 * kCols + kCols - 2] = std::nanf("");
-  expect_matches_interp(softmax_graph({6, kCols}), x, 2, kLongKernel);
+  for (std::int64_t tail : {5, 15}) {
+    const std::int64_t cols = 3 * 4096 + 4096 + tail;  // 4 blocks and a partial fifth
+    Tensor x = seeded({7, cols}, f32, -5, 5, 25);
+    float* p = x.data<float>();
+    p[0 * cols + 5000] = std::nanf("");
+    p[1 * cols + 9000] = inf;
+    for (std::int64_t c = 0; c < cols; ++c) p[2 * cols + c] = -inf;
+    for (std::int64_t c = 4096; c < 8192; ++c) p[3 * cols + c] = -inf;
+    p[4 * cols + cols - 1] = 70.f;
+    p[5 * cols + cols - 2] = std::nanf("");
+    for (std::int64_t c = 0; c < cols - tail; ++c) p[6 * cols + c] = -inf;  // only the tail
+    for (const char* isa : {"avx512", "avx2"}) {
+      ScopedEnv cap("GLIA_CPU_ISA", isa);
+      SCOPED_TRACE(cat(isa, ", a tail of ", tail));
+      expect_matches_interp(softmax_graph({7, cols}), x, 2, kLongKernel);
+    }
+  }
 }
 
 // Softmax's exponentials read by another kernel too: here also returned. Long rows keep

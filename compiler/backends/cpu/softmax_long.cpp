@@ -3,8 +3,10 @@
 // million floats, move 20 bytes an element against a triad's 8.
 //
 // Pass 1 takes the row in blocks of 4,096 columns, each in L1 once read: the block's max
-// m_b, then e = exp(x - m_b) written where the result goes, summed. Between the passes,
-// per row: M = max m_b, S = sum over blocks of s_b exp(m_b - M) (f64), the reciprocal
+// m_b, then e = exp(x - m_b) written where the result goes, summed, while the next block
+// is prefetched (the exponentials are bound by multiply-adds: the next block's reads from
+// L3 or memory hide under them). Between the passes, per row: M = max m_b, S = sum over
+// blocks of s_b exp(m_b - M) (f64), the reciprocal
 // numerator / S, and each block's factor c_b = exp(m_b - M) * reciprocal. Pass 2 scales
 // each block by its factor in place. One exp an element, as the sweeps; threads split the
 // blocks of every row. The result is exp(x - m_b) * c_b, not the sweeps' exp(x - M) * r:
@@ -12,11 +14,20 @@
 // where no other kernel reads them (softmax_rows.cpp checks); the max, the sum and the
 // reciprocal are written.
 //
+// AVX2 and AVX-512 (16 lanes, masked tails) alike. On a 2-core Zen 4 with the row in L3,
+// softmax over a million floats took ~161 us in the sweeps' shape and ~133 us in two
+// passes (a standalone probe, both with this exp).
+//
 // Special values as the sweeps give them: NaN in a row makes the row NaN; a row of -inf
 // is NaN (-inf - -inf); +inf makes its row NaN (inf - inf in its block's sum); a block of
 // -inf in a finite row is 0.
 #include <immintrin.h>
 
+// GCC 12's _mm512_max_ps passes an undefined vector as its (unused) merge source.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -43,7 +54,7 @@ struct Block {
   bool fill = false;  // pass 2 writes `factor` over the block (NaN rows, blocks of -inf)
 };
 
-__attribute__((target("avx2,fma"))) Block exp_block(const float* x, float* y, std::int64_t n) {
+__attribute__((target("avx2,fma"))) Block exp_block_avx2(const float* x, float* y, std::int64_t n) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::int64_t whole = n - n % 8;
   __m256 m0 = _mm256_set1_ps(-inf), m1 = m0, nan = _mm256_setzero_ps();
@@ -72,6 +83,7 @@ __attribute__((target("avx2,fma"))) Block exp_block(const float* x, float* y, st
   const __m256 mv = _mm256_set1_ps(b.max);
   __m256 s0 = _mm256_setzero_ps(), s1 = s0;
   for (j = 0; j + 16 <= whole; j += 16) {
+    _mm_prefetch(reinterpret_cast<const char*>(x + j + kBlock), _MM_HINT_T0);
     const __m256 a = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv));
     const __m256 c = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), mv));
     _mm256_storeu_ps(y + j, a), _mm256_storeu_ps(y + j + 8, c);
@@ -94,7 +106,8 @@ __attribute__((target("avx2,fma"))) Block exp_block(const float* x, float* y, st
   return b;
 }
 
-__attribute__((target("avx2,fma"))) void scale_block(const Block& b, float* y, std::int64_t n) {
+__attribute__((target("avx2,fma"))) void scale_block_avx2(const Block& b, float* y,
+                                                          std::int64_t n) {
   const __m256 f = _mm256_set1_ps(b.factor);
   std::int64_t j = 0;
   if (b.fill) {
@@ -105,10 +118,71 @@ __attribute__((target("avx2,fma"))) void scale_block(const Block& b, float* y, s
   for (; j < n; ++j) y[j] = b.fill ? b.factor : y[j] * b.factor;
 }
 
+// The same in 16 lanes: the tail through masked loads (-inf beyond it) and stores.
+__attribute__((target("avx512f,fma"))) Block exp_block_avx512(const float* x, float* y,
+                                                              std::int64_t n) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::int64_t whole = n - n % 16;
+  const __mmask16 last = static_cast<__mmask16>((1u << (n % 16)) - 1);
+  const __m512 minus_inf = _mm512_set1_ps(-inf);
+  __m512 m0 = minus_inf, m1 = m0;
+  __mmask16 nan = 0;
+  std::int64_t j = 0;
+  for (; j + 32 <= whole; j += 32) {
+    const __m512 a = _mm512_loadu_ps(x + j), b = _mm512_loadu_ps(x + j + 16);
+    nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
+    m0 = _mm512_max_ps(m0, a), m1 = _mm512_max_ps(m1, b);
+  }
+  for (; j < n; j += 16) {
+    const __m512 a =
+        j < whole ? _mm512_loadu_ps(x + j) : _mm512_mask_loadu_ps(minus_inf, last, x + j);
+    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+    m0 = _mm512_max_ps(m0, a);
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_max_ps(m0, m1));
+  Block b;
+  b.max = *std::max_element(lanes, lanes + 16);
+  b.nan = nan != 0;
+  if (b.nan || b.max == -inf) return b;  // pass 2 fills it
+  const __m512 mv = _mm512_set1_ps(b.max);
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+  for (j = 0; j + 32 <= whole; j += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(x + j + kBlock), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(x + j + kBlock + 16), _MM_HINT_T0);
+    const __m512 a = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + j), mv));
+    const __m512 c = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + j + 16), mv));
+    _mm512_storeu_ps(y + j, a), _mm512_storeu_ps(y + j + 16, c);
+    s0 = _mm512_add_ps(s0, a), s1 = _mm512_add_ps(s1, c);
+  }
+  for (; j < n; j += 16) {
+    const __mmask16 lanes = j < whole ? __mmask16(0xffff) : last;
+    const __m512 a = exp16_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, x + j), mv));
+    _mm512_mask_storeu_ps(y + j, lanes, a);
+    s0 = _mm512_mask_add_ps(s0, lanes, s0, a);
+  }
+  _mm512_store_ps(lanes, _mm512_add_ps(s0, s1));
+  for (float v : lanes) b.sum += v;
+  return b;
+}
+
+__attribute__((target("avx512f"))) void scale_block_avx512(const Block& b, float* y,
+                                                           std::int64_t n) {
+  const __m512 f = _mm512_set1_ps(b.factor);
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 lanes =
+        j + 16 <= n ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1);
+    _mm512_mask_storeu_ps(y + j, lanes,
+                          b.fill ? f : _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, y + j), f));
+  }
+}
+
 class SoftmaxLongKernel final : public CpuKernel {
  public:
   explicit SoftmaxLongKernel(const SoftmaxRowsSpec& spec)
-      : spec_(spec), per_row_((spec.cols + kBlock - 1) / kBlock) {}
+      : spec_(spec),
+        per_row_((spec.cols + kBlock - 1) / kBlock),
+        avx512_(vector_isa() == VectorIsa::avx512) {}
 
   // The blocks' records, in the run's scratchpad.
   std::size_t scratchpad_bytes() const override {
@@ -133,14 +207,15 @@ class SoftmaxLongKernel final : public CpuKernel {
     };
     each_block([&](std::int64_t t) {
       auto [at, n] = columns(t);
-      new (blocks + t) Block(exp_block(x + at, y + at, n));
+      new (blocks + t)
+          Block(avx512_ ? exp_block_avx512(x + at, y + at, n) : exp_block_avx2(x + at, y + at, n));
     });
     const float numerator = ctx.at<const float>(s.numerator)[s.numerator_offset];
     for (std::int64_t r = 0; r < s.rows; ++r)
       finish_row(blocks + r * per_row, per_row, numerator, ctx, r);
     each_block([&](std::int64_t t) {
       auto [at, n] = columns(t);
-      scale_block(blocks[t], y + at, n);
+      avx512_ ? scale_block_avx512(blocks[t], y + at, n) : scale_block_avx2(blocks[t], y + at, n);
     });
   }
 
@@ -180,6 +255,7 @@ class SoftmaxLongKernel final : public CpuKernel {
 
   SoftmaxRowsSpec spec_;
   std::int64_t per_row_;  // blocks a row
+  bool avx512_;           // else AVX2
 };
 
 }  // namespace

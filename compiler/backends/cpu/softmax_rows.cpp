@@ -1,17 +1,16 @@
 // The softmax of short rows as one kernel: a fused group whose four sweeps are exactly
 // softmax over the last axis of a row-major f32 array (max | exp(x - max) stored and
 // summed | c / sum | exp * reciprocal) runs row by row in vector registers: the max, the
-// exponentials (glia's vector exp inlined: the compiled sweeps' own with AVX-512, on AVX2
-// the shorter one for arguments <= 0, exp_nonpositive.hpp) with their sum, and
-// the scaling, each row in L1 while it runs. The compiled sweeps called the exp out of
+// exponentials (inlined, the shorter exp for arguments <= 0 of exp_nonpositive.hpp) with
+// their sum, and the scaling, each row in L1 while it runs. The compiled sweeps called the exp out of
 // line, their lanes in memory around each call, and paid a call each: 1,000 floats took
 // ~430 ns in them. Every value the sweeps write is written (the max, the exponentials,
 // the sum, the reciprocal, the result), so other kernels may read any of them.
 //
-// Numbers as the compiled sweeps give them: NaN-propagating max, the same exp (on AVX2
-// within 1.24 ulp where theirs is within 1.01), f32 sums over chunks of 1,024 columns
-// widened into f64, the reciprocal and product in f32.
-// Longer rows run in softmax_long.cpp on AVX2, which threads split within a row.
+// Numbers as the compiled sweeps give them: NaN-propagating max, exp within 0.89 ulp
+// (theirs within 1.01), f32 sums over chunks of 1,024 columns widened into f64, the
+// reciprocal and product in f32. Longer rows run in softmax_long.cpp, which threads split
+// within a row.
 #include <immintrin.h>
 
 // GCC 12's _mm512_max_ps passes an undefined vector as its (unused) merge source.
@@ -28,7 +27,6 @@
 #include "backends/cpu/realise.hpp"
 #include "backends/cpu/softmax_rows.hpp"
 #include "backends/cpu/spin_team.hpp"
-#include "backends/cpu/vector_exp.h"
 
 namespace glia::detail::cpu {
 
@@ -159,9 +157,6 @@ using RowFn = void (*)(const Row& r, std::int64_t cols);
 // Columns summed in f32 before they widen, as the compiled sweeps' sums.
 constexpr std::int64_t kChunk = aot::detail::kF32SumChunk;
 
-// glia's vector exp (vector_exp.h), the compiled sweeps' own, here inlined.
-__attribute__((target("avx512f,fma"))) inline __m512 exp16(__m512 x) { GLIA_EXP16_BODY }
-
 // The row's last scalars, as the reciprocal sweep computes them.
 void finish(const Row& r, float max, double sum) {
   *r.max = max;
@@ -206,22 +201,22 @@ __attribute__((target("avx512f,avx512dq,fma"))) void row_avx512(const Row& r, st
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     std::int64_t k = c0;
     for (; k + 64 <= end; k += 64) {
-      const __m512 a = exp16(_mm512_sub_ps(_mm512_loadu_ps(r.x + k), mv));
-      const __m512 b = exp16(_mm512_sub_ps(_mm512_loadu_ps(r.x + k + 16), mv));
-      const __m512 c = exp16(_mm512_sub_ps(_mm512_loadu_ps(r.x + k + 32), mv));
-      const __m512 d = exp16(_mm512_sub_ps(_mm512_loadu_ps(r.x + k + 48), mv));
+      const __m512 a = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(r.x + k), mv));
+      const __m512 b = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(r.x + k + 16), mv));
+      const __m512 c = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(r.x + k + 32), mv));
+      const __m512 d = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(r.x + k + 48), mv));
       _mm512_storeu_ps(r.e + k, a), _mm512_storeu_ps(r.e + k + 16, b);
       _mm512_storeu_ps(r.e + k + 32, c), _mm512_storeu_ps(r.e + k + 48, d);
       s0 = _mm512_add_ps(s0, a), s1 = _mm512_add_ps(s1, b);
       s2 = _mm512_add_ps(s2, c), s3 = _mm512_add_ps(s3, d);
     }
     for (; k < end; k += 16) {
-      const __m512 a = exp16(_mm512_sub_ps(_mm512_loadu_ps(r.x + k), mv));
+      const __m512 a = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(r.x + k), mv));
       _mm512_storeu_ps(r.e + k, a);
       s0 = _mm512_add_ps(s0, a);
     }
     if (k < c1) {  // the row's last, partial vector
-      const __m512 a = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(last, r.x + k), mv));
+      const __m512 a = exp16_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(last, r.x + k), mv));
       _mm512_mask_storeu_ps(r.e + k, last, a);
       s0 = _mm512_mask_add_ps(s0, last, s0, a);
     }
@@ -342,11 +337,7 @@ std::unique_ptr<CpuKernel> realise_softmax_rows(const Kernel& kernel) {
   if (!s) return nullptr;
   if (s->cols <= kMaxCols) return std::make_unique<SoftmaxRowsKernel>(*s);
   // The long rows' kernel leaves the exponentials unwritten: only where they stay inside.
-  // And only on AVX2: its exponentials are 8 lanes wide, where they cost more than the
-  // memory traffic it saves; with AVX-512 the sweeps' 16-lane ones kept softmax over 1M
-  // at 92% of the triad's bandwidth (README), and the kernel has not been measured there.
-  if (std::find(kernel.outputs.begin(), kernel.outputs.end(), s->e) != kernel.outputs.end() ||
-      vector_isa() != VectorIsa::avx2)
+  if (std::find(kernel.outputs.begin(), kernel.outputs.end(), s->e) != kernel.outputs.end())
     return nullptr;
   return make_softmax_long(*s);
 }
