@@ -128,13 +128,16 @@ void pool_round(ContenderResult& into, ContenderResult round) {
 // The contenders of a case in turns: each round gets its share of --time; the first round
 // warms each contender up for --warmup, later ones a quarter of it (glia's are warm; the
 // peer starts afresh each round and warms up again).
-void run_rounds(std::vector<Contender>& contenders, const Settings& s) {
+// after_round runs after each round (the bound's limits are measured there).
+void run_rounds(std::vector<Contender>& contenders, const Settings& s,
+                const std::function<void()>& after_round) {
   for (int k = 0; k < s.rounds; ++k) {
     Settings rs = s;
     rs.time_seconds = s.time_seconds / s.rounds;
     if (k > 0) rs.warmup_seconds = s.warmup_seconds / 4;
     for (Contender& c : contenders)
       if (c.result.skipped.empty()) pool_round(c.result, c.round(rs));
+    after_round();
   }
 }
 
@@ -216,17 +219,20 @@ int run_bench(Settings s) {
              return run_peer(env.peer_path, *info, rs, dir, env);
            }});
     }
-    run_rounds(contenders, s);
-    for (Contender& c : contenders) r.contenders.push_back(std::move(c.result));
-    if (info->jit_case.empty()) {
+    // The bounds from the limits measured after each round, the best of the rounds kept.
+    auto measure_bounds = [&] {
+      if (!info->jit_case.empty()) return;
       bool host = false, device = false;
-      for (const ContenderResult& c : r.contenders) {
-        if (!c.skipped.empty()) continue;
-        (c.name == "cuda" ? device : host) = true;
+      for (const Contender& c : contenders) {
+        if (!c.result.skipped.empty()) continue;
+        (c.result.name == "cuda" ? device : host) = true;
       }
+      limits.new_round();
       if (host) r.bound = case_bound(*info, limits);
       if (device) r.device_bound = device_case_bound(*info, device_limits);
-    }
+    };
+    run_rounds(contenders, s, measure_bounds);
+    for (Contender& c : contenders) r.contenders.push_back(std::move(c.result));
     print_case(r);
     results.push_back(std::move(r));
   }

@@ -29,19 +29,29 @@ struct Gemm {
 class Limits {
  public:
   explicit Limits(int threads) : threads_(threads) {}
-  // Seconds per call of oneDNN's f32 matmul on the shape (the fastest of repeated calls,
-  // measured once per shape); 0 where glia was built without oneDNN.
+  // Seconds per call of oneDNN's f32 matmul on the shape (the fastest of repeated calls);
+  // 0 where glia was built without oneDNN.
   double gemm_seconds(const Gemm& g);
   // Bytes per second of a[i] = b[i] + s * c[i] on the bench's threads over three arrays of
-  // `bytes` in all (12 bytes an element; the best of several passes), measured once per
-  // size: the bandwidth of the cache level (or memory) a working set of that size sits in.
+  // `bytes` in all (12 bytes an element; the best of several passes): the bandwidth of the
+  // cache level (or memory) a working set of that size sits in.
   double triad_bandwidth(double bytes);
   bool measures_gemms() const;  // built with oneDNN
+  // Each limit is measured once a round, when first asked, and the best of all rounds is
+  // kept: the bench starts a round after each of a case's turns, so that a slow minute of
+  // a shared machine (its cores at half speed for a while) does not set a bound the
+  // contenders' faster minutes pass.
+  void new_round() { ++round_; }
 
  private:
+  struct Best {
+    double value = 0;  // seconds (a GEMM) or bytes per second (the triad)
+    int round = -1;    // the round that measured it last
+  };
   int threads_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool>, double> gemm_;
-  std::map<std::size_t, double> triad_;  // by element count
+  int round_ = 0;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool>, Best> gemm_;
+  std::map<std::size_t, Best> triad_;  // by element count
 };
 
 // The cuda device's limits, measured once through glia on cuda:0 when first asked: the
