@@ -50,6 +50,8 @@ struct CaseResult {
   std::optional<Bound> bound;  // the least time the machine's limits allow a call
   // The same for the cuda contender: the least time the device's limits allow a call.
   std::optional<Bound> device_bound;
+  // The cores' round trip after each turn (Limits::round_trip_seconds; none with one thread).
+  std::vector<double> round_trips;
   // The bound that applies to contender c (the device's for cuda, the host's for the rest).
   const std::optional<Bound>& bound_of(const ContenderResult& c) const {
     return c.name == "cuda" ? device_bound : bound;

@@ -219,8 +219,10 @@ int run_bench(Settings s) {
              return run_peer(env.peer_path, *info, rs, dir, env);
            }});
     }
-    // The bounds from the limits measured after each round, the best of the rounds kept.
-    auto measure_bounds = [&] {
+    // After each round: the cores' round trip, and the bounds from the limits measured
+    // then, the best of the rounds kept.
+    auto after_round = [&] {
+      if (s.threads > 1) r.round_trips.push_back(limits.round_trip_seconds());
       if (!info->jit_case.empty()) return;
       bool host = false, device = false;
       for (const Contender& c : contenders) {
@@ -231,7 +233,7 @@ int run_bench(Settings s) {
       if (host) r.bound = case_bound(*info, limits);
       if (device) r.device_bound = device_case_bound(*info, device_limits);
     };
-    run_rounds(contenders, s, measure_bounds);
+    run_rounds(contenders, s, after_round);
     for (Contender& c : contenders) r.contenders.push_back(std::move(c.result));
     print_case(r);
     results.push_back(std::move(r));

@@ -4,6 +4,7 @@
 #include "limits.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,11 @@
 #include <memory>
 #include <thread>
 #include <vector>
+
+#ifdef __linux__
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 #include "glia/glia.hpp"
 #include "stats.hpp"
@@ -207,6 +213,70 @@ double Limits::triad_bandwidth(double bytes) {
   known.value = std::max(known.value, 12.0 * double(n) * reps / best);
   known.round = round_;
   return known.value;
+}
+
+double Limits::round_trip_seconds() const {
+  if (threads_ < 2) return 0;
+  constexpr std::uint64_t kTrips = 2000, kBatches = 9;
+  alignas(64) std::atomic<std::uint64_t> ball{
+      0};  // odd: the second thread's turn; even: the first's
+  auto wait_for = [&ball](std::uint64_t value) {
+    for (int spins = 0; ball.load(std::memory_order_acquire) != value;) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();  // without it the reads flood the line: ~125 ns, not ~60
+#endif
+      if (++spins > 4096) std::this_thread::yield();  // both threads on one core
+    }
+  };
+  // Each thread on one of the first two cores the process may use (where it may use two),
+  // as the bench's two threads run: measured unpinned, a thread that starts on its
+  // partner's core moved over while the batches ran.
+  std::vector<int> cores;
+#ifdef __linux__
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (int c = 0; c < CPU_SETSIZE && cores.size() < 2; ++c)
+      if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+#endif
+  auto pin = [&cores](int which) {
+#ifdef __linux__
+    if (cores.size() < 2) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cores[std::size_t(which)], &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+#else
+    (void)which;
+#endif
+  };
+  // The pools' threads spin for a while after the last call: let them settle first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::vector<double> batches;
+  std::thread first([&] {
+    pin(0);
+    std::uint64_t v = 0;
+    for (std::uint64_t b = 0; b < kBatches; ++b) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (std::uint64_t i = 0; i < kTrips; ++i, v += 2) {
+        ball.store(v + 1, std::memory_order_release);
+        wait_for(v + 2);
+      }
+      batches.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+          double(kTrips));
+    }
+  });
+  std::thread second([&] {
+    pin(1);
+    for (std::uint64_t v = 1; v < 2 * kTrips * kBatches; v += 2) {
+      wait_for(v);
+      ball.store(v + 1, std::memory_order_release);
+    }
+  });
+  first.join();
+  second.join();
+  std::sort(batches.begin(), batches.end());
+  return batches[batches.size() / 2];
 }
 
 namespace {

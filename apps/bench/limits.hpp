@@ -37,6 +37,11 @@ class Limits {
   // cache level (or memory) a working set of that size sits in.
   double triad_bandwidth(double bytes);
   bool measures_gemms() const;  // built with oneDNN
+  // Seconds for one thread to hand a cache line to another and have it back (two threads
+  // spinning on it, the median of batches; 0 with one thread): how far apart the cores
+  // are. A VM's two vCPUs sit on one die (~55 ns on the EPYC measured) or, for minutes at
+  // a time, apart (~320 ns), and every kernel that hands data between threads slows then.
+  double round_trip_seconds() const;
   // Each limit is measured once a round, when first asked, and the best of all rounds is
   // kept: the bench starts a round after each of a case's turns, so that a slow minute of
   // a shared machine (its cores at half speed for a while) does not set a bound the

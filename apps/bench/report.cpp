@@ -120,6 +120,12 @@ void print_case(const CaseResult& r) {
   if (r.device_bound)
     std::cout << "cuda bound: " << format_seconds(r.device_bound->seconds) << " a call ("
               << r.device_bound->what << ")\n";
+  if (!r.round_trips.empty()) {
+    std::cout << "cores' round trip after each turn:";
+    for (std::size_t i = 0; i < r.round_trips.size(); ++i)
+      std::cout << (i > 0 ? "," : "") << " " << format_seconds(r.round_trips[i]);
+    std::cout << " (a cache line handed between two threads and back)\n";
+  }
 }
 
 void write_json(const std::string& path, const Settings& s, const Environment& env,
@@ -162,6 +168,7 @@ void write_json(const std::string& path, const Settings& s, const Environment& e
     if (r.bound) c["bound"] = {{"seconds", r.bound->seconds}, {"what", r.bound->what}};
     if (r.device_bound)
       c["cuda_bound"] = {{"seconds", r.device_bound->seconds}, {"what", r.device_bound->what}};
+    if (!r.round_trips.empty()) c["round_trip_seconds"] = r.round_trips;
     cases.push_back(std::move(c));
   }
   nlohmann::json doc{{"settings",
