@@ -222,7 +222,7 @@ int run_bench(Settings s) {
     // After each round: the cores' round trip, and the bounds from the limits measured
     // then, the best of the rounds kept.
     auto after_round = [&] {
-      if (s.threads > 1) r.round_trips.push_back(limits.round_trip_seconds());
+      if (const double trip = limits.round_trip_seconds(); trip > 0) r.round_trips.push_back(trip);
       if (!info->jit_case.empty()) return;
       bool host = false, device = false;
       for (const Contender& c : contenders) {

@@ -228,19 +228,22 @@ double Limits::round_trip_seconds() const {
       if (++spins > 4096) std::this_thread::yield();  // both threads on one core
     }
   };
-  // Each thread on one of the first two cores the process may use (where it may use two),
-  // as the bench's two threads run: measured unpinned, a thread that starts on its
-  // partner's core moved over while the batches ran.
+  // Each thread on one of the first two cores this thread may use, where the bench's
+  // two threads run on a 2-core machine (measured unpinned, a thread that started on its
+  // partner's core moved over while the batches ran). With fewer than two there is no
+  // distance to measure: 0.
   std::vector<int> cores;
 #ifdef __linux__
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
     for (int c = 0; c < CPU_SETSIZE && cores.size() < 2; ++c)
       if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+#else
+  if (std::thread::hardware_concurrency() >= 2) cores = {0, 1};  // not pinned
 #endif
+  if (cores.size() < 2) return 0;
   auto pin = [&cores](int which) {
 #ifdef __linux__
-    if (cores.size() < 2) return;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cores[std::size_t(which)], &one);

@@ -38,7 +38,7 @@ class Limits {
   double triad_bandwidth(double bytes);
   bool measures_gemms() const;  // built with oneDNN
   // Seconds for one thread to hand a cache line to another and have it back (two threads
-  // spinning on it, the median of batches; 0 with one thread): how far apart the cores
+  // spinning on it, the median of batches; 0 with one thread or one core): how far apart the cores
   // are. A VM's two vCPUs sit on one die (~55 ns on the EPYC measured) or, for minutes at
   // a time, apart (~320 ns), and every kernel that hands data between threads slows then.
   double round_trip_seconds() const;

@@ -156,10 +156,10 @@ __attribute__((target("avx512f,fma"))) Block exp_block_avx512(const float* x, fl
     s0 = _mm512_add_ps(s0, a), s1 = _mm512_add_ps(s1, c);
   }
   for (; j < n; j += 16) {
-    const __mmask16 lanes = j < whole ? __mmask16(0xffff) : last;
-    const __m512 a = exp16_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, x + j), mv));
-    _mm512_mask_storeu_ps(y + j, lanes, a);
-    s0 = _mm512_mask_add_ps(s0, lanes, s0, a);
+    const __mmask16 keep = j < whole ? __mmask16(0xffff) : last;
+    const __m512 a = exp16_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, x + j), mv));
+    _mm512_mask_storeu_ps(y + j, keep, a);
+    s0 = _mm512_mask_add_ps(s0, keep, s0, a);
   }
   _mm512_store_ps(lanes, _mm512_add_ps(s0, s1));
   for (float v : lanes) b.sum += v;
@@ -170,10 +170,10 @@ __attribute__((target("avx512f"))) void scale_block_avx512(const Block& b, float
                                                            std::int64_t n) {
   const __m512 f = _mm512_set1_ps(b.factor);
   for (std::int64_t j = 0; j < n; j += 16) {
-    const __mmask16 lanes =
+    const __mmask16 keep =
         j + 16 <= n ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1);
-    _mm512_mask_storeu_ps(y + j, lanes,
-                          b.fill ? f : _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, y + j), f));
+    _mm512_mask_storeu_ps(y + j, keep,
+                          b.fill ? f : _mm512_mul_ps(_mm512_maskz_loadu_ps(keep, y + j), f));
   }
 }
 

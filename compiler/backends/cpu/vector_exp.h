@@ -1,5 +1,6 @@
-/* glia's vector expf, in C that both the compiled sweeps' prelude (native_module.cpp
- * embeds this text) and the softmax rows kernel (softmax_rows.cpp includes it) compile.
+/* glia's vector expf, in C that the compiled sweeps' prelude (native_module.cpp embeds
+ * this text) compiles (the softmax kernels have their own for arguments <= 0,
+ * exp_nonpositive.hpp).
  * exp(x) = 2^n exp(r), n = round(x log2 e), r = x - n ln 2 in two parts, exp(r) by a
  * degree-7 polynomial (Cephes'); 2^n by vscalefps (AVX-512), or by two exact powers of two
  * (AVX2: each normal, so that the one rounding is the last), overflowing to inf,
@@ -11,8 +12,7 @@
 #define GLIA_VECTOR_EXP_H
 #include <immintrin.h>
 /* GLIA_EXP_POLY: given x and n = round(x log2 e), p = exp(x - n ln 2) (the two-part
- * reduction, then the polynomial); the softmax of long rows uses it with its own rounding
- * (softmax_long.cpp). */
+ * reduction, then the polynomial). */
 #define GLIA_EXP_POLY(V, S)                                     \
   S r = V##_fnmadd_ps(n, V##_set1_ps(0.693145751953125f), x);   \
   r = V##_fnmadd_ps(n, V##_set1_ps(1.428606765330187e-06f), r); \
