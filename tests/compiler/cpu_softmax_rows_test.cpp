@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "compiler/cpu_test_util.hpp"
 #include "scoped_env.hpp"
@@ -36,13 +38,25 @@ std::unique_ptr<Executable> on_cpu(const Graph& g, int threads = 0) {
   return compile_graph(g, "cpu", options);
 }
 
+// The softmax on the cpu backend, which must run it on `kernel`, and on the interpreter;
+// nullopt (a failure recorded) where another kernel runs it.
+std::optional<std::pair<Tensor, Tensor>> on_kernel_and_interp(const Graph& g, const Tensor& x,
+                                                              int threads, const char* kernel) {
+  auto exe = on_cpu(g, threads);
+  if (exe->describe().find(kernel) == std::string::npos) {
+    ADD_FAILURE() << "not on '" << kernel << "': " << exe->describe();
+    return std::nullopt;
+  }
+  return std::pair{exe->run(std::vector<Tensor>{x})[0],
+                   compile_graph(g, "interp")->run(std::vector<Tensor>{x})[0]};
+}
+
 // Each element as the interpreter gives it: NaN where it has NaN, else within rounding.
 void expect_matches_interp(const Graph& g, const Tensor& x, int threads = 0,
                            const char* kernel = kKernel) {
-  auto exe = on_cpu(g, threads);
-  ASSERT_NE(exe->describe().find(kernel), std::string::npos) << exe->describe();
-  Tensor got = exe->run(std::vector<Tensor>{x})[0];
-  Tensor want = compile_graph(g, "interp")->run(std::vector<Tensor>{x})[0];
+  auto both = on_kernel_and_interp(g, x, threads, kernel);
+  if (!both) return;
+  const auto& [got, want] = *both;
   ASSERT_EQ(got.type(), want.type());
   const float* p = got.data<float>();
   const float* q = want.data<float>();
@@ -61,11 +75,9 @@ void expect_matches_interp(const Graph& g, const Tensor& x, int threads = 0,
 // which the kernel takes from its block's max and the interpreter from the row's
 // (|x - max| 2^-24 each), and a few ulps more.
 void expect_long_rows_match_interp(const Graph& g, const Tensor& x, int threads) {
-  auto exe = on_cpu(g, threads);
-  ASSERT_NE(exe->describe().find("-> glia softmax long rows"), std::string::npos)
-      << exe->describe();
-  Tensor got = exe->run(std::vector<Tensor>{x})[0];
-  Tensor want = compile_graph(g, "interp")->run(std::vector<Tensor>{x})[0];
+  auto both = on_kernel_and_interp(g, x, threads, "-> glia softmax long rows");
+  if (!both) return;
+  const auto& [got, want] = *both;
   const std::int64_t cols = x.shape().dims().back(), rows = x.numel() / cols;
   const float *in = x.data<float>(), *p = got.data<float>(), *q = want.data<float>();
   for (std::int64_t r = 0; r < rows; ++r) {

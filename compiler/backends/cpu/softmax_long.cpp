@@ -182,7 +182,8 @@ class SoftmaxLongKernel final : public CpuKernel {
   explicit SoftmaxLongKernel(const SoftmaxRowsSpec& spec)
       : spec_(spec),
         per_row_((spec.cols + kBlock - 1) / kBlock),
-        avx512_(vector_isa() == VectorIsa::avx512) {}
+        exp_block_(vector_isa() == VectorIsa::avx512 ? &exp_block_avx512 : &exp_block_avx2),
+        scale_block_(vector_isa() == VectorIsa::avx512 ? &scale_block_avx512 : &scale_block_avx2) {}
 
   // The blocks' records, in the run's scratchpad.
   std::size_t scratchpad_bytes() const override {
@@ -207,15 +208,14 @@ class SoftmaxLongKernel final : public CpuKernel {
     };
     each_block([&](std::int64_t t) {
       auto [at, n] = columns(t);
-      new (blocks + t)
-          Block(avx512_ ? exp_block_avx512(x + at, y + at, n) : exp_block_avx2(x + at, y + at, n));
+      new (blocks + t) Block(exp_block_(x + at, y + at, n));
     });
     const float numerator = ctx.at<const float>(s.numerator)[s.numerator_offset];
     for (std::int64_t r = 0; r < s.rows; ++r)
       finish_row(blocks + r * per_row, per_row, numerator, ctx, r);
     each_block([&](std::int64_t t) {
       auto [at, n] = columns(t);
-      avx512_ ? scale_block_avx512(blocks[t], y + at, n) : scale_block_avx2(blocks[t], y + at, n);
+      scale_block_(blocks[t], y + at, n);
     });
   }
 
@@ -255,7 +255,9 @@ class SoftmaxLongKernel final : public CpuKernel {
 
   SoftmaxRowsSpec spec_;
   std::int64_t per_row_;  // blocks a row
-  bool avx512_;           // else AVX2
+  // The ISA's pass 1 and pass 2 of a block (AVX-512, else AVX2), chosen once.
+  Block (*exp_block_)(const float* x, float* y, std::int64_t n);
+  void (*scale_block_)(const Block& b, float* y, std::int64_t n);
 };
 
 }  // namespace
