@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/onednn_util.hpp"
+#include "backends/cpu/zero_skip_conv.hpp"
 
 namespace glia::detail::cpu {
 
@@ -259,10 +260,15 @@ class ConvKernel final : public CpuKernel {
 std::unique_ptr<CpuKernel> realise_convolution(const Kernel& kernel, const dnnl::engine& engine) {
   const auto& spec = std::get<ConvSpec>(kernel.spec);
   if (spec.dtype != DType::f32 || spec.src.dims.size() > 5) return nullptr;
-  if (auto k = realise_winograd(spec)) return k;
+  // A data gradient that may skip the zeros of its output gradient wraps the dense kernel.
+  auto skipping = [&](std::unique_ptr<CpuKernel> dense) {
+    return zero_skip_conv_fits(spec) ? make_zero_skip_conv(spec, std::move(dense))
+                                     : std::move(dense);
+  };
+  if (auto k = realise_winograd(spec)) return skipping(std::move(k));
   try {
     auto k = std::make_unique<ConvKernel>(spec, engine);
-    if (k->build(spec)) return k;
+    if (k->build(spec)) return skipping(std::move(k));
   } catch (const dnnl::error&) {
     // a layout, padding or post-op this oneDNN build does not take
   }

@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "backends/cpu/matmul_epilogue.hpp"
+#include "backends/cpu/skip_count.hpp"
 #include "backends/cpu/spin_team.hpp"
 
 namespace glia::detail::cpu {
@@ -168,12 +169,7 @@ class ZeroSkipMatmul final : public CpuKernel {
   }
 
   void run(RunContext& ctx) const override {
-    runs_.fetch_add(1, std::memory_order_relaxed);
-    if (skip_zeros(ctx)) {
-      skipped_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    dense_->run(ctx);
+    count_.run([&] { return skip_zeros(ctx); }, [&] { dense_->run(ctx); });
   }
 
   std::string describe() const override {
@@ -182,8 +178,7 @@ class ZeroSkipMatmul final : public CpuKernel {
                split_    ? ", k in halves, rhs read in place"
                : direct_ ? ", rhs read in place"
                          : ", rhs packed",
-               " (", skipped_.load(std::memory_order_relaxed), " of ",
-               runs_.load(std::memory_order_relaxed), " runs), else ", dense_->describe());
+               " ", count_.text(), ", else ", dense_->describe());
   }
   std::size_t scratchpad_bytes() const override {
     return std::max(shared_bytes_ + std::size_t(threads_) * own_bytes_, dense_->scratchpad_bytes());
@@ -349,7 +344,7 @@ class ZeroSkipMatmul final : public CpuKernel {
   std::size_t half_at_ = 0;
   std::size_t ks_at_ = 0, values0_at_ = 0, values1_at_ = 0, end_at_ = 0, cursor_at_ = 0,
               own_bytes_ = 0;
-  mutable std::atomic<std::int64_t> runs_{0}, skipped_{0};
+  SkipCount count_;
 };
 
 }  // namespace
