@@ -260,10 +260,12 @@ class ConvKernel final : public CpuKernel {
 std::unique_ptr<CpuKernel> realise_convolution(const Kernel& kernel, const dnnl::engine& engine) {
   const auto& spec = std::get<ConvSpec>(kernel.spec);
   if (spec.dtype != DType::f32 || spec.src.dims.size() > 5) return nullptr;
-  // A data gradient that may skip the zeros of its output gradient wraps the dense kernel.
+  // A data or kernel gradient that may skip the zeros of its output gradient wraps the
+  // dense kernel.
   auto skipping = [&](std::unique_ptr<CpuKernel> dense) {
-    return zero_skip_conv_fits(spec) ? make_zero_skip_conv(spec, std::move(dense))
-                                     : std::move(dense);
+    if (zero_skip_conv_fits(spec)) return make_zero_skip_conv(spec, std::move(dense));
+    if (zero_skip_kernel_grad_fits(spec)) return make_zero_skip_kernel_grad(spec, std::move(dense));
+    return dense;
   };
   if (auto k = realise_winograd(spec)) return skipping(std::move(k));
   try {

@@ -116,7 +116,11 @@ std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * 
 class ZeroSkipConv final : public CpuKernel {
  public:
   ZeroSkipConv(const ConvSpec& s, std::unique_ptr<CpuKernel> dense)
-      : dense_(std::move(dense)), dx_(s.src.value), weights_(s.weights.value), dy_(s.dst.value) {
+      : dense_(std::move(dense)),
+        dx_(s.src.value),
+        weights_(s.weights.value),
+        dy_(s.dst.value),
+        dy_view_(s.dst) {
     const auto& x = s.src;
     const auto& y = s.dst;
     const auto& w = s.weights;
@@ -161,21 +165,6 @@ class ZeroSkipConv final : public CpuKernel {
   bool uses_openmp() const override { return dense_->uses_openmp(); }
 
  private:
-  // Whether 16 output positions spread over dy are at most kZeroSkipConvDensity nonzero
-  // (NaN counts as nonzero), every output channel of each.
-  bool sample_sparse(const float* dy) const {
-    constexpr std::int64_t kSamples = 16;
-    const std::int64_t positions = g_.n * g_.oh * g_.ow;
-    std::int64_t nonzero = 0;
-    for (std::int64_t s = 0; s < kSamples; ++s) {
-      const std::int64_t p = (2 * s + 1) * positions / (2 * kSamples);
-      const std::int64_t image = p / (g_.oh * g_.ow), oy = p / g_.ow % g_.oh, ox = p % g_.ow;
-      const float* v = dy + image * g_.dy_n + oy * g_.dy_h + ox * g_.dy_w;
-      for (std::int64_t q = 0; q < g_.k; ++q) nonzero += v[q] != 0.0f;
-    }
-    return double(nonzero) <= kZeroSkipConvDensity * double(kSamples * g_.k);
-  }
-
   // Output channels k0..k1 of the weights into `packed` ([tap][k][c]); whether they are
   // all finite: where one is not, a zero of the output gradient times it is NaN, which
   // skipping it would lose.
@@ -196,7 +185,7 @@ class ZeroSkipConv final : public CpuKernel {
 
   bool skip_zeros(RunContext& ctx) const {
     const auto* dy = ctx.at<const float>(dy_);
-    if (!sample_sparse(dy)) return false;
+    if (!sampled_sparse(dy, dy_view_)) return false;
     auto* scratch = static_cast<std::byte*>(ctx.scratchpad);
     auto* packed = reinterpret_cast<float*>(scratch);
     const auto* w = ctx.at<const float>(weights_);
@@ -229,6 +218,7 @@ class ZeroSkipConv final : public CpuKernel {
 
   std::unique_ptr<CpuKernel> dense_;
   ValueId dx_ = 0, weights_ = 0, dy_ = 0;
+  StridedView dy_view_;
   Geometry g_;
   RowsFn rows_ = nullptr;
   int threads_ = 1;  // the most a run splits over
@@ -241,6 +231,21 @@ class ZeroSkipConv final : public CpuKernel {
 };
 
 }  // namespace
+
+bool sampled_sparse(const float* dy, const StridedView& view) {
+  constexpr std::int64_t kSamples = 16;
+  const auto& d = view.dims;
+  const auto& s = view.strides;
+  const std::int64_t positions = d[0] * d[2] * d[3];
+  std::int64_t nonzero = 0;
+  for (std::int64_t i = 0; i < kSamples; ++i) {
+    const std::int64_t p = (2 * i + 1) * positions / (2 * kSamples);
+    const std::int64_t image = p / (d[2] * d[3]), oy = p / d[3] % d[2], ox = p % d[3];
+    const float* v = dy + image * s[0] + oy * s[2] + ox * s[3];
+    for (std::int64_t k = 0; k < d[1]; ++k) nonzero += v[k * s[1]] != 0.0f;
+  }
+  return double(nonzero) <= kZeroSkipConvDensity * double(kSamples * d[1]);
+}
 
 bool zero_skip_conv_fits(const ConvSpec& s) {
   if (const char* e = std::getenv("GLIA_CPU_ZERO_SKIP"); e != nullptr && std::strcmp(e, "0") == 0)
