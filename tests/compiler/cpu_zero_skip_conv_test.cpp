@@ -219,6 +219,45 @@ std::vector<double> want_for(const Case& c, const std::vector<float>& x,
   return wrt == 0 ? by_hand(c, w, dy) : kernel_by_hand(c, x, dy);
 }
 
+// An output gradient whose image rows are not contiguous: dy arrives as [n, ow, oh, k] and
+// is transposed in the graph, so the kernels read it through strides (the kernel
+// gradient's columns then come one position at a time, not in transposed blocks).
+TEST(CpuZeroSkipConv, TransposedOutputGradients) {
+  GLIA_REQUIRE_CPU_BACKEND();
+  const Case& c = kCases[5];  // 9 x 12 outputs
+  const auto x = dense_values(c.x(), 16), w = dense_values(c.weights(), 17);
+  const auto dy = pooled_pattern(c, 18);
+  std::vector<float> swapped(dy.size());  // [n, ow, oh, k]
+  for (std::int64_t n = 0; n < c.n; ++n)
+    for (std::int64_t oy = 0; oy < c.oh(); ++oy)
+      for (std::int64_t ox = 0; ox < c.ow(); ++ox)
+        for (std::int64_t k = 0; k < c.k; ++k)
+          swapped[std::size_t(((n * c.ow() + ox) * c.oh() + oy) * c.k + k)] =
+              dy[std::size_t(((n * c.oh() + oy) * c.ow() + ox) * c.k + k)];
+  const Shape swapped_shape{c.n, c.ow(), c.oh(), c.k};
+  for (int wrt : {0, 1}) {
+    SCOPED_TRACE(cat("gradient of operand ", wrt));
+    Graph g = trace(
+        [&](const std::vector<Expr>& in) {
+          ConvOptions o;
+          o.padding_low = o.padding_high = {c.pad_h, c.pad_w};
+          Expr y =
+              transpose(conv(transpose(in[0], {0, 3, 1, 2}), transpose(in[1], {3, 2, 0, 1}), o),
+                        {0, 2, 3, 1});
+          return gradients(sum(y * transpose(in[2], {0, 2, 1, 3})), {in[wrt]});
+        },
+        {{f32, c.x()}, {f32, c.weights()}, {f32, swapped_shape}}, "transposed");
+    auto exe = compile_graph(g, "cpu");
+    auto out = exe->run(std::vector<Tensor>{Tensor::from(x, c.x()), Tensor::from(w, c.weights()),
+                                            Tensor::from(swapped, swapped_shape)});
+    expect_near(out[0], want_for(c, x, w, dy, wrt));
+    EXPECT_THAT(
+        kernel_line(*exe, wrt == 0 ? "convolution_backward_data" : "convolution_backward_weights"),
+        HasSubstr("(1 of 1 runs)"))
+        << exe->describe();
+  }
+}
+
 TEST(CpuZeroSkipConv, EveryIsaAndThreadCount) {
   GLIA_REQUIRE_CPU_BACKEND();
   const Case& c = kCases[0];

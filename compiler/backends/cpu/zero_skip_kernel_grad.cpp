@@ -5,8 +5,9 @@
 //  2. checks the input for infinities and NaN (a zero of the output gradient times one is
 //     NaN, which skipping it would lose), each thread a share of the images;
 //  3. splits the output channels between the threads: each thread, image by image, lists
-//     the nonzero output gradients of its channels, position by position (compressed a
-//     vector of channels at a time), then channel by channel; then adds value x the input's window
+//     the output gradient of its channels as a column of positions each (blocks of
+//     positions x channels transposed in registers), each column's nonzero positions
+//     (compressed a vector at a time); then adds value x the input's window
 //     there (the taps inside the image) into the channel's sums ([tap][input channel], two vectors
 //     of input channels at a time in registers on AVX-512, one on AVX2), and at the end writes its
 //     channels' sums into the kernel gradient.
@@ -21,6 +22,7 @@
 
 #include "backends/cpu/skip_count.hpp"
 #include "backends/cpu/spin_team.hpp"
+#include "backends/cpu/transpose_blocks.hpp"
 #include "backends/cpu/zero_skip_conv.hpp"
 
 namespace glia::detail::cpu {
@@ -42,14 +44,13 @@ struct Geometry {
   const std::uint32_t* inside = nullptr;
 };
 
-// One image's nonzero output gradients of a range of output channels: first all of them
-// position by position (`flat`: each one's channel within the range, position, value),
-// then channel by channel (channel c's at c x slots on of `position` and `value`, how
-// many in count[c]).
+// One image's output gradient of a range of output channels, then their nonzero ones:
+// channel c's output gradient at c x padded on of `columns` (positions in order, zeros
+// past the last to a whole number of vectors); its nonzero positions and values at
+// c x slots on of `position` and `value`, how many in count[c].
 struct Lists {
-  std::int32_t* flat_channel;
-  std::int32_t* flat_position;
-  float* flat_value;
+  float* columns;
+  std::int64_t padded;
   std::int32_t* position;
   float* value;
   std::int32_t* count;
@@ -60,20 +61,21 @@ struct Lists {
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
 namespace isa_avx512 {
 constexpr int kLanes = 16, kBlock = 2;
-// The nonzero values among the first `lanes` of v (NaN included) listed as channels
-// first + l, position p and values, compressed to the front of a register (compressing to
-// memory is microcoded on AMD's parts), whole vectors stored; how many.
-inline int keep_nonzero(const float* v, int lanes, std::int32_t first, std::int32_t p,
-                        std::int32_t* channels, std::int32_t* positions, float* values) {
-  const auto valid = __mmask16(lanes >= kLanes ? 0xffff : (1u << lanes) - 1);
-  const __m512 x = _mm512_maskz_loadu_ps(valid, v);
-  const __mmask16 keep = _mm512_mask_cmp_ps_mask(valid, x, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+// The nonzero values of v[0, kLanes) (NaN included) listed as positions first + l and
+// values, compressed to the front of a register (compressing to memory is microcoded on
+// AMD's parts), whole vectors stored; how many.
+inline int keep_nonzero(const float* v, std::int32_t first, std::int32_t* positions,
+                        float* values) {
+  const __m512 x = _mm512_loadu_ps(v);
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_UQ);
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  _mm512_storeu_si512(channels, _mm512_maskz_compress_epi32(
-                                    keep, _mm512_add_epi32(_mm512_set1_epi32(first), lane)));
-  _mm512_storeu_si512(positions, _mm512_set1_epi32(p));
+  _mm512_storeu_si512(positions, _mm512_maskz_compress_epi32(
+                                     keep, _mm512_add_epi32(_mm512_set1_epi32(first), lane)));
   _mm512_storeu_ps(values, _mm512_maskz_compress_ps(keep, x));
   return __builtin_popcount(keep);
+}
+inline void transpose(const float* a, std::int64_t lda, float* out, std::int64_t ldo) {
+  transpose16(a, lda, out, ldo);
 }
 #include "backends/cpu/zero_skip_kernel_grad_loops.inc"
 }  // namespace isa_avx512
@@ -84,17 +86,20 @@ inline int keep_nonzero(const float* v, int lanes, std::int32_t first, std::int3
 namespace isa_avx2 {
 constexpr int kLanes = 8, kBlock = 1;
 // As on AVX-512; every lane written, each over the last one kept: no branch on a lane.
-inline int keep_nonzero(const float* v, int lanes, std::int32_t first, std::int32_t p,
-                        std::int32_t* channels, std::int32_t* positions, float* values) {
+inline int keep_nonzero(const float* v, std::int32_t first, std::int32_t* positions,
+                        float* values) {
+  const auto bits = unsigned(
+      _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v), _mm256_setzero_ps(), _CMP_NEQ_UQ)));
   int kept = 0;
   for (int l = 0; l < kLanes; ++l) {
-    const float x = l < lanes ? v[l] : 0.0f;
-    channels[kept] = first + l;
-    positions[kept] = p;
-    values[kept] = x;
-    kept += x != 0.0f || x != x;
+    positions[kept] = first + l;
+    values[kept] = v[l];
+    kept += bits >> l & 1;
   }
   return kept;
+}
+inline void transpose(const float* a, std::int64_t lda, float* out, std::int64_t ldo) {
+  transpose8(a, lda, out, ldo);
 }
 #include "backends/cpu/zero_skip_kernel_grad_loops.inc"
 }  // namespace isa_avx2
@@ -152,17 +157,18 @@ class ZeroSkipKernelGrad final : public CpuKernel {
     const auto positions = std::size_t(g_.oh * g_.ow);
     // A run on fewer threads than the program's gives each more channels: room for all.
     const auto most_channels = std::size_t(g_.k);
-    // The flat list has room for a vector more than the range's channels at every
-    // position: keep_nonzero stores whole ones.
-    slots_ = std::int64_t(positions);
-    const std::size_t flat = positions * (most_channels + std::size_t(isa_avx512::kLanes));
+    // Each channel's column of positions padded to whole vectors, and its list room for a
+    // vector more: keep_nonzero stores whole ones.
+    padded_ = (std::int64_t(positions) + isa_avx512::kLanes - 1) / isa_avx512::kLanes *
+              isa_avx512::kLanes;
+    slots_ = std::int64_t(positions) + isa_avx512::kLanes;
     std::size_t at = aligned(sizeof(float) * most_channels * kTaps * std::size_t(g_.c));  // sums
     auto add = [&](std::size_t& offset, std::size_t entries) {  // 4 bytes each
       offset = at;
       at += aligned(4 * entries);
     };
-    for (std::size_t& f : flat_at_) add(f, flat);
-    for (std::size_t& l : lists_at_) add(l, most_channels * positions);
+    add(columns_at_, most_channels * std::size_t(padded_));
+    for (std::size_t& l : lists_at_) add(l, most_channels * std::size_t(slots_));
     add(count_at_, most_channels);
     own_bytes_ = at;
   }
@@ -201,15 +207,13 @@ class ZeroSkipKernelGrad final : public CpuKernel {
     auto* sums = reinterpret_cast<float*>(own);
     auto ints = [&](std::size_t at) { return reinterpret_cast<std::int32_t*>(own + at); };
     auto floats = [&](std::size_t at) { return reinterpret_cast<float*>(own + at); };
-    const Lists lists{ints(flat_at_[0]),
-                      ints(flat_at_[1]),
-                      floats(flat_at_[2]),
-                      ints(lists_at_[0]),
-                      floats(lists_at_[1]),
-                      ints(count_at_),
-                      slots_};
+    const Lists lists{floats(columns_at_),  padded_,         ints(lists_at_[0]),
+                      floats(lists_at_[1]), ints(count_at_), slots_};
     const std::int64_t per_channel = kTaps * g_.c;
     std::fill(sums, sums + (k1 - k0) * per_channel, 0.0f);
+    for (std::int64_t k = 0; k < k1 - k0; ++k)  // the columns' padding stays zero
+      std::fill(lists.columns + k * padded_ + g_.oh * g_.ow, lists.columns + (k + 1) * padded_,
+                0.0f);
     for (std::int64_t n = 0; n < g_.n; ++n) {
       list_(g_, dy + n * g_.dy_n, k0, k1, lists);
       for (std::int64_t k = 0; k < k1 - k0; ++k)
@@ -256,8 +260,8 @@ class ZeroSkipKernelGrad final : public CpuKernel {
   int threads_ = 1;  // the most a run splits over
   // The scratchpad: each thread's own_bytes_, its channels' sums and one channel's terms.
   // The scratchpad: each thread's own_bytes_, its channels' sums, then its Lists.
-  std::int64_t slots_ = 0;
-  std::size_t flat_at_[3] = {}, lists_at_[2] = {}, count_at_ = 0, own_bytes_ = 0;
+  std::int64_t padded_ = 0, slots_ = 0;
+  std::size_t columns_at_ = 0, lists_at_[2] = {}, count_at_ = 0, own_bytes_ = 0;
   SkipCount count_;
 };
 

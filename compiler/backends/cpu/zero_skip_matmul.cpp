@@ -32,6 +32,7 @@
 #include "backends/cpu/matmul_epilogue.hpp"
 #include "backends/cpu/skip_count.hpp"
 #include "backends/cpu/spin_team.hpp"
+#include "backends/cpu/transpose_blocks.hpp"
 
 namespace glia::detail::cpu {
 
