@@ -2,17 +2,17 @@
 // skip:
 //  1. samples 16 output positions spread over the output gradient, every output channel
 //     of each: at most kZeroSkipConvDensity of those elements may be nonzero;
-//  2. packs the weights into the scratchpad as [tap][output channel][input channel], each
-//     term's input channels one contiguous row, checking them for infinities and NaN,
-//     each thread a share of the output channels;
-//  3. splits the input gradient's rows (image, y) between the threads: at each input
-//     position, the nonzero terms of its taps (the output positions whose windows cover
-//     it), listed tap by tap and output channel ascending as (row of packed weights,
-//     value), then summed over the list in four sets of sums (term e into set e % 4: four
-//     chains of multiply-adds, not one the list long), the sets added pairwise and stored
-//     (zero_skip_conv_loops.inc).
-// Each element of the input gradient is summed by one thread in list order: the thread
-// count never changes the bits.
+//  2. packs the weights into the scratchpad as [output channel][tap][input channel],
+//     checking them for infinities and NaN, each thread a share of the output channels;
+//  3. splits the images between the threads: per image, output position by output
+//     position, the position's nonzero output channels listed (compressed a vector at a
+//     time) and each one's value x its weights added into the input positions of the
+//     position's window (a padded copy of the image's input gradient, so that every
+//     window lies inside), the window's sums in registers (taps in groups of 9, input
+//     channels two vectors at a time on AVX-512, one on AVX2), then the image's input
+//     gradient copied out (zero_skip_conv_loops.inc).
+// Each element of the input gradient is summed by one thread, output positions and
+// channels in order: the thread count never changes the bits.
 #include "backends/cpu/zero_skip_conv.hpp"
 
 #include <immintrin.h>
@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "backends/cpu/skip_count.hpp"
 #include "backends/cpu/spin_team.hpp"
@@ -37,22 +38,26 @@ struct Geometry {
   std::int64_t pad_h = 0, pad_w = 0;
   std::int64_t dx_n = 0, dx_h = 0, dx_w = 0, dy_n = 0, dy_h = 0, dy_w = 0;
   std::int64_t w_k = 0, w_c = 0, w_i = 0, w_j = 0;
+  // The input gradient summed padded: acc_h x acc_w positions of c floats, every output
+  // position's window inside; tap t (row-major) at tap[t] floats from its window's start.
+  std::int64_t acc_h = 0, acc_w = 0;
+  const std::int64_t* tap = nullptr;
 };
 
-// One input position's nonzero terms: where each term's row starts in the packed weights
-// (floats), and the output gradient's value.
+// Taps whose sums a pass holds in registers (a 3x3 kernel's).
+constexpr int kTaps = 9;
+
+// One output position's nonzero terms: where each one's weights start in the packed
+// weights ([k][tap][c], floats), and the output gradient's value.
 struct Terms {
   std::int32_t* row;
   float* value;
 };
 
-// A thread's tables: two of one position's terms (`terms`, `spare`), the nonzero output
-// channels of each output position of an image (`image`, `slots` entries a position,
-// their rows within a tap) and their counts.
+// A thread's tables: one output position's terms and an image's padded input gradient.
 struct Scratch {
-  Terms terms, spare, image;
-  std::int32_t* counts;
-  std::int64_t slots;
+  Terms terms;
+  float* acc;
 };
 
 // GCC lowers a vector type in the target of the function that declares it, so each ISA
@@ -60,7 +65,7 @@ struct Scratch {
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
 namespace isa_avx512 {
-constexpr int kLanes = 16;
+constexpr int kLanes = 16, kBlock = 2;
 inline unsigned nonzero_lanes(const float* p) {
   return _mm512_cmp_ps_mask(_mm512_loadu_ps(p), _mm512_setzero_ps(), _CMP_NEQ_UQ);
 }
@@ -84,7 +89,7 @@ inline int keep_lanes(unsigned bits, std::int32_t first, std::int32_t step, cons
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 namespace isa_avx2 {
-constexpr int kLanes = 8;
+constexpr int kLanes = 8, kBlock = 1;
 inline unsigned nonzero_lanes(const float* p) {
   return unsigned(
       _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_setzero_ps(), _CMP_NEQ_UQ)));
@@ -104,8 +109,8 @@ inline int keep_lanes(unsigned bits, std::int32_t first, std::int32_t step, cons
 }  // namespace isa_avx2
 #pragma GCC pop_options
 
-using RowsFn = void (*)(const Geometry&, const float*, const float*, float*, std::int64_t,
-                        std::int64_t, const Scratch&);
+using ImagesFn = void (*)(const Geometry&, const float*, const float*, float*, std::int64_t,
+                          std::int64_t, const Scratch&);
 
 // The floats of a vector of the ISA that vector_isa() picks; 0: none these loops take.
 int vector_lanes() { return by_vector_isa(isa_avx512::kLanes, isa_avx2::kLanes, 0); }
@@ -131,22 +136,18 @@ class ZeroSkipConv final : public CpuKernel {
     g_.dx_n = x.strides[0], g_.dx_h = x.strides[2], g_.dx_w = x.strides[3];
     g_.dy_n = y.strides[0], g_.dy_h = y.strides[2], g_.dy_w = y.strides[3];
     g_.w_k = w.strides[0], g_.w_c = w.strides[1], g_.w_i = w.strides[2], g_.w_j = w.strides[3];
-    rows_ = by_vector_isa<RowsFn>(&isa_avx512::rows, &isa_avx2::rows, nullptr);
+    g_.acc_h = g_.oh + g_.kh - 1, g_.acc_w = g_.ow + g_.kw - 1;
+    for (std::int64_t i = 0; i < g_.kh; ++i)
+      for (std::int64_t j = 0; j < g_.kw; ++j) taps_.push_back((i * g_.acc_w + j) * g_.c);
+    g_.tap = taps_.data();
+    images_ = by_vector_isa<ImagesFn>(&isa_avx512::images, &isa_avx2::images, nullptr);
     threads_ = std::clamp(run_threads(), 1, 256);
-    // Room for a vector more than the entries: keep_lanes and list_terms write whole ones.
-    slots_ = g_.k + isa_avx512::kLanes;
-    const auto terms = std::size_t(g_.kh * g_.kw * g_.k + isa_avx512::kLanes);
-    const auto image = std::size_t(g_.oh * g_.ow * slots_);
+    // The terms have room for a vector more: keep_lanes writes whole ones.
+    const auto terms = std::size_t(g_.k + isa_avx512::kLanes);
     packed_bytes_ = aligned(sizeof(float) * std::size_t(g_.kh * g_.kw * g_.k * g_.c));
-    std::size_t at = 0;
-    auto add = [&](std::size_t& offset, std::size_t entries) {  // 4 bytes each
-      offset = at;
-      at += aligned(4 * entries);
-    };
-    for (std::size_t& t : terms_at_) add(t, terms);  // rows, values; the spare's
-    for (std::size_t& t : image_at_) add(t, image);
-    add(counts_at_, std::size_t(g_.oh * g_.ow));
-    own_bytes_ = at;
+    values_at_ = aligned(sizeof(std::int32_t) * terms);
+    acc_at_ = values_at_ + aligned(sizeof(float) * terms);
+    own_bytes_ = acc_at_ + aligned(sizeof(float) * std::size_t(g_.acc_h * g_.acc_w * g_.c));
   }
 
   void run(RunContext& ctx) const override {
@@ -174,7 +175,7 @@ class ZeroSkipConv final : public CpuKernel {
       for (std::int64_t j = 0; j < g_.kw; ++j)
         for (std::int64_t k = k0; k < k1; ++k) {
           const float* from = w + k * g_.w_k + i * g_.w_i + j * g_.w_j;
-          float* to = packed + ((i * g_.kw + j) * g_.k + k) * g_.c;
+          float* to = packed + (k * g_.kh * g_.kw + i * g_.kw + j) * g_.c;
           for (std::int64_t c = 0; c < g_.c; ++c) {
             to[c] = from[c * g_.w_c];
             finite &= std::isfinite(to[c]);
@@ -185,7 +186,7 @@ class ZeroSkipConv final : public CpuKernel {
 
   bool skip_zeros(RunContext& ctx) const {
     const auto* dy = ctx.at<const float>(dy_);
-    if (!sampled_sparse(dy, dy_view_)) return false;
+    if (!sampled_sparse(dy, dy_view_, kZeroSkipConvDensity)) return false;
     auto* scratch = static_cast<std::byte*>(ctx.scratchpad);
     auto* packed = reinterpret_cast<float*>(scratch);
     const auto* w = ctx.at<const float>(weights_);
@@ -197,42 +198,33 @@ class ZeroSkipConv final : public CpuKernel {
     for (int p = 0; p < parts; ++p)
       if (!finite[p]) return false;
     float* dx = ctx.at<float>(dx_);
-    const std::int64_t rows = g_.n * g_.h;
-    run_parts(ctx.team, parts, [&](std::int64_t p) {
-      rows_(g_, dy, packed, dx, rows * p / parts, rows * (p + 1) / parts,
-            own_tables(scratch + packed_bytes_ + std::size_t(p) * own_bytes_));
+    const int splits = int(std::min<std::int64_t>(parts, g_.n));
+    run_parts(ctx.team, splits, [&](std::int64_t p) {
+      std::byte* own = scratch + packed_bytes_ + std::size_t(p) * own_bytes_;
+      const Scratch tables{
+          {reinterpret_cast<std::int32_t*>(own), reinterpret_cast<float*>(own + values_at_)},
+          reinterpret_cast<float*>(own + acc_at_)};
+      images_(g_, dy, packed, dx, g_.n * p / splits, g_.n * (p + 1) / splits, tables);
     });
     return true;
-  }
-
-  // A thread's tables, from `own` on.
-  Scratch own_tables(std::byte* own) const {
-    auto ints = [&](std::size_t at) { return reinterpret_cast<std::int32_t*>(own + at); };
-    auto floats = [&](std::size_t at) { return reinterpret_cast<float*>(own + at); };
-    return {{ints(terms_at_[0]), floats(terms_at_[1])},
-            {ints(terms_at_[2]), floats(terms_at_[3])},
-            {ints(image_at_[0]), floats(image_at_[1])},
-            ints(counts_at_),
-            slots_};
   }
 
   std::unique_ptr<CpuKernel> dense_;
   ValueId dx_ = 0, weights_ = 0, dy_ = 0;
   StridedView dy_view_;
   Geometry g_;
-  RowsFn rows_ = nullptr;
+  std::vector<std::int64_t> taps_;  // Geometry::tap
+  ImagesFn images_ = nullptr;
   int threads_ = 1;  // the most a run splits over
-  std::int64_t slots_ = 0;
-  // The scratchpad: the packed weights, then each thread's tables (own_bytes_ each, at
-  // these offsets in them).
-  std::size_t packed_bytes_ = 0, own_bytes_ = 0;
-  std::size_t terms_at_[4] = {}, image_at_[2] = {}, counts_at_ = 0;
+  // The scratchpad: the packed weights, then each thread's tables (own_bytes_ each: the
+  // terms' rows, their values, the padded input gradient).
+  std::size_t packed_bytes_ = 0, values_at_ = 0, acc_at_ = 0, own_bytes_ = 0;
   SkipCount count_;
 };
 
 }  // namespace
 
-bool sampled_sparse(const float* dy, const StridedView& view) {
+bool sampled_sparse(const float* dy, const StridedView& view, double density) {
   constexpr std::int64_t kSamples = 16;
   const auto& d = view.dims;
   const auto& s = view.strides;
@@ -244,7 +236,7 @@ bool sampled_sparse(const float* dy, const StridedView& view) {
     const float* v = dy + image * s[0] + oy * s[2] + ox * s[3];
     for (std::int64_t k = 0; k < d[1]; ++k) nonzero += v[k * s[1]] != 0.0f;
   }
-  return double(nonzero) <= kZeroSkipConvDensity * double(kSamples * d[1]);
+  return double(nonzero) <= density * double(kSamples * d[1]);
 }
 
 bool zero_skip_conv_fits(const ConvSpec& s) {
@@ -258,9 +250,8 @@ bool zero_skip_conv_fits(const ConvSpec& s) {
     if (s.strides[d] != 1 || s.dilations[d] != 1) return false;
   const std::int64_t c = s.src.dims[1], k = s.dst.dims[1];
   const std::int64_t taps = s.weights.dims[2] * s.weights.dims[3];
-  return s.src.strides[1] == 1 && s.dst.strides[1] == 1 && c % lanes == 0 && c / lanes >= 1 &&
-         c / lanes <= 4 && k % lanes == 0 && taps * k * c < (std::int64_t(1) << 31) &&
-         s.multiply_adds() >= (std::int64_t(1) << 21);
+  return s.src.strides[1] == 1 && s.dst.strides[1] == 1 && c % lanes == 0 && k % lanes == 0 &&
+         taps * k * c < (std::int64_t(1) << 31) && s.multiply_adds() >= (std::int64_t(1) << 21);
 }
 
 std::unique_ptr<CpuKernel> make_zero_skip_conv(const ConvSpec& spec,

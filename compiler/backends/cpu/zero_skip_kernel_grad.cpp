@@ -1,7 +1,7 @@
 // The zero-skipping kernel gradient of a 3x3 convolution (zero_skip_conv.hpp). A run that
 // may skip:
 //  1. samples the output gradient as the data gradient does: at most
-//     kZeroSkipConvDensity of the sampled elements nonzero;
+//     kZeroSkipKernelGradDensity of the sampled elements nonzero;
 //  2. checks the input for infinities and NaN (a zero of the output gradient times one is
 //     NaN, which skipping it would lose), each thread a share of the images;
 //  3. splits the output channels between the threads: each thread, image by image, lists
@@ -179,8 +179,8 @@ class ZeroSkipKernelGrad final : public CpuKernel {
 
   std::string describe() const override {
     return cat("glia zero-skipping kernel gradient where the output gradient is at most ",
-               std::lround(kZeroSkipConvDensity * 100), "% nonzero ", count_.text(), ", else ",
-               dense_->describe());
+               std::lround(kZeroSkipKernelGradDensity * 100), "% nonzero ", count_.text(),
+               ", else ", dense_->describe());
   }
   std::size_t scratchpad_bytes() const override {
     return std::max(std::size_t(threads_) * own_bytes_, dense_->scratchpad_bytes());
@@ -229,7 +229,7 @@ class ZeroSkipKernelGrad final : public CpuKernel {
 
   bool skip_zeros(RunContext& ctx) const {
     const auto* dy = ctx.at<const float>(dy_);
-    if (!sampled_sparse(dy, dy_view_)) return false;
+    if (!sampled_sparse(dy, dy_view_, kZeroSkipKernelGradDensity)) return false;
     const auto* x = ctx.at<const float>(x_);
     const int parts = std::min(run_threads(), threads_);
     bool ok[256];
