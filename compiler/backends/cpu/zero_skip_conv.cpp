@@ -24,19 +24,17 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cpu/skip_count.hpp"
 #include "backends/cpu/spin_team.hpp"
+#include "backends/cpu/zero_skip_common.hpp"
 
 namespace glia::detail::cpu {
 
 namespace {
 
-// A data gradient's shape: dx [N, C, H, W] and dy [N, K, OH, OW], channels contiguous in
-// both (the other strides in floats below), weights [K, C, KH, KW] at any strides.
-struct Geometry {
-  std::int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0, kh = 0, kw = 0;
-  std::int64_t pad_h = 0, pad_w = 0;
-  std::int64_t dx_n = 0, dx_h = 0, dx_w = 0, dy_n = 0, dy_h = 0, dy_w = 0;
+// A data gradient's shape: ConvDims (x is the input gradient dx, written), the weights
+// [K, C, KH, KW] at any strides (floats), the forward padding.
+struct Geometry : ConvDims {
+  std::int64_t kh = 0, kw = 0, pad_h = 0, pad_w = 0;
   std::int64_t w_k = 0, w_c = 0, w_i = 0, w_j = 0;
   // The input gradient summed padded: acc_h x acc_w positions of c floats, every output
   // position's window inside; tap t (row-major) at tap[t] floats from its window's start.
@@ -112,29 +110,18 @@ inline int keep_lanes(unsigned bits, std::int32_t first, std::int32_t step, cons
 using ImagesFn = void (*)(const Geometry&, const float*, const float*, float*, std::int64_t,
                           std::int64_t, const Scratch&);
 
-// The floats of a vector of the ISA that vector_isa() picks; 0: none these loops take.
-int vector_lanes() { return by_vector_isa(isa_avx512::kLanes, isa_avx2::kLanes, 0); }
-
-constexpr std::size_t kAlign = 64;
-std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-class ZeroSkipConv final : public CpuKernel {
+class ZeroSkipConv final : public ZeroSkipping {
  public:
   ZeroSkipConv(const ConvSpec& s, std::unique_ptr<CpuKernel> dense)
-      : dense_(std::move(dense)),
+      : ZeroSkipping(std::move(dense)),
         dx_(s.src.value),
         weights_(s.weights.value),
         dy_(s.dst.value),
         dy_view_(s.dst) {
-    const auto& x = s.src;
-    const auto& y = s.dst;
     const auto& w = s.weights;
-    g_.n = x.dims[0], g_.c = x.dims[1], g_.h = x.dims[2], g_.w = x.dims[3];
-    g_.k = y.dims[1], g_.oh = y.dims[2], g_.ow = y.dims[3];
+    static_cast<ConvDims&>(g_) = ConvDims(s);
     g_.kh = w.dims[2], g_.kw = w.dims[3];
     g_.pad_h = s.padding_low[0], g_.pad_w = s.padding_low[1];
-    g_.dx_n = x.strides[0], g_.dx_h = x.strides[2], g_.dx_w = x.strides[3];
-    g_.dy_n = y.strides[0], g_.dy_h = y.strides[2], g_.dy_w = y.strides[3];
     g_.w_k = w.strides[0], g_.w_c = w.strides[1], g_.w_i = w.strides[2], g_.w_j = w.strides[3];
     g_.acc_h = g_.oh + g_.kh - 1, g_.acc_w = g_.ow + g_.kw - 1;
     for (std::int64_t i = 0; i < g_.kh; ++i)
@@ -144,26 +131,19 @@ class ZeroSkipConv final : public CpuKernel {
     threads_ = std::clamp(run_threads(), 1, 256);
     // The terms have room for a vector more: keep_lanes writes whole ones.
     const auto terms = std::size_t(g_.k + isa_avx512::kLanes);
-    packed_bytes_ = aligned(sizeof(float) * std::size_t(g_.kh * g_.kw * g_.k * g_.c));
-    values_at_ = aligned(sizeof(std::int32_t) * terms);
-    acc_at_ = values_at_ + aligned(sizeof(float) * terms);
-    own_bytes_ = acc_at_ + aligned(sizeof(float) * std::size_t(g_.acc_h * g_.acc_w * g_.c));
+    packed_bytes_ = cache_aligned(sizeof(float) * std::size_t(g_.kh * g_.kw * g_.k * g_.c));
+    values_at_ = cache_aligned(sizeof(std::int32_t) * terms);
+    acc_at_ = values_at_ + cache_aligned(sizeof(float) * terms);
+    own_bytes_ = acc_at_ + cache_aligned(sizeof(float) * std::size_t(g_.acc_h * g_.acc_w * g_.c));
   }
 
-  void run(RunContext& ctx) const override {
-    count_.run([&] { return skip_zeros(ctx); }, [&] { dense_->run(ctx); });
-  }
-
-  std::string describe() const override {
+  std::string what() const override {
     return cat("glia zero-skipping data gradient where the output gradient is at most ",
-               std::lround(kZeroSkipConvDensity * 100), "% nonzero ", count_.text(), ", else ",
-               dense_->describe());
+               std::lround(kZeroSkipConvDensity * 100), "% nonzero");
   }
-  std::size_t scratchpad_bytes() const override {
-    return std::max(packed_bytes_ + std::size_t(threads_) * own_bytes_, dense_->scratchpad_bytes());
+  std::size_t skipping_scratchpad_bytes() const override {
+    return packed_bytes_ + std::size_t(threads_) * own_bytes_;
   }
-  std::unique_ptr<KernelState> make_state() const override { return dense_->make_state(); }
-  bool uses_openmp() const override { return dense_->uses_openmp(); }
 
  private:
   // Output channels k0..k1 of the weights into `packed` ([tap][k][c]); whether they are
@@ -184,7 +164,7 @@ class ZeroSkipConv final : public CpuKernel {
     return finite;
   }
 
-  bool skip_zeros(RunContext& ctx) const {
+  bool skip_zeros(RunContext& ctx) const override {
     const auto* dy = ctx.at<const float>(dy_);
     if (!sampled_sparse(dy, dy_view_, kZeroSkipConvDensity)) return false;
     auto* scratch = static_cast<std::byte*>(ctx.scratchpad);
@@ -209,7 +189,6 @@ class ZeroSkipConv final : public CpuKernel {
     return true;
   }
 
-  std::unique_ptr<CpuKernel> dense_;
   ValueId dx_ = 0, weights_ = 0, dy_ = 0;
   StridedView dy_view_;
   Geometry g_;
@@ -219,7 +198,6 @@ class ZeroSkipConv final : public CpuKernel {
   // The scratchpad: the packed weights, then each thread's tables (own_bytes_ each: the
   // terms' rows, their values, the padded input gradient).
   std::size_t packed_bytes_ = 0, values_at_ = 0, acc_at_ = 0, own_bytes_ = 0;
-  SkipCount count_;
 };
 
 }  // namespace
@@ -239,19 +217,33 @@ bool sampled_sparse(const float* dy, const StridedView& view, double density) {
   return double(nonzero) <= density * double(kSamples * d[1]);
 }
 
-bool zero_skip_conv_fits(const ConvSpec& s) {
-  if (const char* e = std::getenv("GLIA_CPU_ZERO_SKIP"); e != nullptr && std::strcmp(e, "0") == 0)
-    return false;
-  const int lanes = vector_lanes();
-  if (lanes == 0 || s.pass != ConvSpec::Pass::backward_data || s.dtype != DType::f32 ||
+ConvDims::ConvDims(const ConvSpec& spec) {
+  const auto& x = spec.src;
+  const auto& y = spec.dst;
+  n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  k = y.dims[1], oh = y.dims[2], ow = y.dims[3];
+  x_n = x.strides[0], x_h = x.strides[2], x_w = x.strides[3];
+  dy_n = y.strides[0], dy_k = y.strides[1], dy_h = y.strides[2], dy_w = y.strides[3];
+}
+
+int zero_skip_conv_lanes() { return by_vector_isa(isa_avx512::kLanes, isa_avx2::kLanes, 0); }
+
+bool zero_skip_conv_basics(const ConvSpec& s, ConvSpec::Pass pass) {
+  const int lanes = zero_skip_conv_lanes();
+  if (!zero_skip_enabled() || lanes == 0 || s.pass != pass || s.dtype != DType::f32 ||
       s.groups != 1 || s.src.dims.size() != 4)
     return false;
   for (std::size_t d = 0; d < 2; ++d)
     if (s.strides[d] != 1 || s.dilations[d] != 1) return false;
+  return s.src.strides[1] == 1 && s.dst.strides[1] == 1 && s.src.dims[1] % lanes == 0 &&
+         s.multiply_adds() >= (std::int64_t(1) << 21);
+}
+
+bool zero_skip_conv_fits(const ConvSpec& s) {
+  if (!zero_skip_conv_basics(s, ConvSpec::Pass::backward_data)) return false;
   const std::int64_t c = s.src.dims[1], k = s.dst.dims[1];
   const std::int64_t taps = s.weights.dims[2] * s.weights.dims[3];
-  return s.src.strides[1] == 1 && s.dst.strides[1] == 1 && c % lanes == 0 && k % lanes == 0 &&
-         taps * k * c < (std::int64_t(1) << 31) && s.multiply_adds() >= (std::int64_t(1) << 21);
+  return k % zero_skip_conv_lanes() == 0 && taps * k * c < (std::int64_t(1) << 31);
 }
 
 std::unique_ptr<CpuKernel> make_zero_skip_conv(const ConvSpec& spec,

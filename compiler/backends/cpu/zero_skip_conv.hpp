@@ -33,6 +33,24 @@ inline constexpr double kZeroSkipKernelGradDensity = 0.3;
 // nonzero): whether a run pays for skipping zeros.
 bool sampled_sparse(const float* dy, const StridedView& view, double density);
 
+// The shape both gradients read: x [N, C, H, W] (the spec's src) and dy [N, K, OH, OW]
+// (its dst), their strides in floats (x's channels contiguous).
+struct ConvDims {
+  std::int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
+  std::int64_t x_n = 0, x_h = 0, x_w = 0, dy_n = 0, dy_k = 0, dy_h = 0, dy_w = 0;
+  explicit ConvDims(const ConvSpec& spec);
+  ConvDims() = default;
+};
+
+// The floats of a vector of the ISA the gradients' loops run in; 0 where vector_isa() has
+// none they take.
+int zero_skip_conv_lanes();
+
+// What both gradients need of `spec` besides their own: GLIA_CPU_ZERO_SKIP is not 0, a
+// vector ISA, the pass, f32, ungrouped, 2-D, unit strides and dilations, the channels of
+// x and dy contiguous and x's in whole vectors, at least 2^21 multiply-adds.
+bool zero_skip_conv_basics(const ConvSpec& spec, ConvSpec::Pass pass);
+
 // Whether `spec` may skip zeros: the data gradient (backward_data) of an f32, ungrouped,
 // unit-stride, undilated 2-D convolution over channels-last activations, input and output
 // channels in whole vectors of the widest ISA (16 floats on AVX-512, 8 on AVX2), at least

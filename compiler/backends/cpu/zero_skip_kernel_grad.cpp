@@ -20,9 +20,9 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu/skip_count.hpp"
 #include "backends/cpu/spin_team.hpp"
 #include "backends/cpu/transpose_blocks.hpp"
+#include "backends/cpu/zero_skip_common.hpp"
 #include "backends/cpu/zero_skip_conv.hpp"
 
 namespace glia::detail::cpu {
@@ -31,11 +31,9 @@ namespace {
 
 constexpr int kTaps = 9;  // 3x3 kernels only: the sums of a block of channels in registers
 
-// A kernel gradient's shape: x [N, C, H, W] (channels contiguous), dy [N, K, OH, OW], the
-// kernel gradient [K, C, 3, 3]; strides in floats.
-struct Geometry {
-  std::int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
-  std::int64_t x_n = 0, x_h = 0, x_w = 0, dy_n = 0, dy_k = 0, dy_h = 0, dy_w = 0;
+// A kernel gradient's shape: ConvDims, the kernel gradient [K, C, 3, 3] written through
+// its own strides.
+struct Geometry : ConvDims {
   std::int64_t tap[kTaps] = {};  // each tap's offset in x from its window's start
   // Per output position p (oy x OW + ox): where its window starts in an image's x
   // (floats; before it where the window hangs over the top or left edge) and which of its
@@ -109,11 +107,6 @@ using ListFn = void (*)(const Geometry&, const float*, std::int64_t, std::int64_
 using ChannelFn = void (*)(const Geometry&, const float*, const std::int32_t*, const float*,
                            std::int64_t, float*);
 
-int vector_lanes() { return by_vector_isa(isa_avx512::kLanes, isa_avx2::kLanes, 0); }
-
-constexpr std::size_t kAlign = 64;
-std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
 // Whether a float is an infinity or NaN, by its exponent bits (a loop of these vectorises).
 inline std::uint32_t not_finite(float v) {
   std::uint32_t bits;
@@ -121,20 +114,15 @@ inline std::uint32_t not_finite(float v) {
   return std::uint32_t((bits & 0x7f800000u) == 0x7f800000u);
 }
 
-class ZeroSkipKernelGrad final : public CpuKernel {
+class ZeroSkipKernelGrad final : public ZeroSkipping {
  public:
   ZeroSkipKernelGrad(const ConvSpec& s, std::unique_ptr<CpuKernel> dense)
-      : dense_(std::move(dense)),
+      : ZeroSkipping(std::move(dense)),
         x_(s.src.value),
         dw_(s.weights.value),
         dy_(s.dst.value),
         dy_view_(s.dst) {
-    const auto& x = s.src;
-    const auto& y = s.dst;
-    g_.n = x.dims[0], g_.c = x.dims[1], g_.h = x.dims[2], g_.w = x.dims[3];
-    g_.k = y.dims[1], g_.oh = y.dims[2], g_.ow = y.dims[3];
-    g_.x_n = x.strides[0], g_.x_h = x.strides[2], g_.x_w = x.strides[3];
-    g_.dy_n = y.strides[0], g_.dy_k = y.strides[1], g_.dy_h = y.strides[2], g_.dy_w = y.strides[3];
+    static_cast<ConvDims&>(g_) = ConvDims(s);
     dw_strides_ = s.weights.strides;
     for (int t = 0; t < kTaps; ++t) g_.tap[t] = (t / 3) * g_.x_h + (t % 3) * g_.x_w;
     // Each output position's window: its start and the taps inside the image.
@@ -162,10 +150,11 @@ class ZeroSkipKernelGrad final : public CpuKernel {
     padded_ = (std::int64_t(positions) + isa_avx512::kLanes - 1) / isa_avx512::kLanes *
               isa_avx512::kLanes;
     slots_ = std::int64_t(positions) + isa_avx512::kLanes;
-    std::size_t at = aligned(sizeof(float) * most_channels * kTaps * std::size_t(g_.c));  // sums
-    auto add = [&](std::size_t& offset, std::size_t entries) {  // 4 bytes each
+    std::size_t at =
+        cache_aligned(sizeof(float) * most_channels * kTaps * std::size_t(g_.c));  // sums
+    auto add = [&](std::size_t& offset, std::size_t entries) {                     // 4 bytes each
       offset = at;
-      at += aligned(4 * entries);
+      at += cache_aligned(4 * entries);
     };
     add(columns_at_, most_channels * std::size_t(padded_));
     for (std::size_t& l : lists_at_) add(l, most_channels * std::size_t(slots_));
@@ -173,20 +162,13 @@ class ZeroSkipKernelGrad final : public CpuKernel {
     own_bytes_ = at;
   }
 
-  void run(RunContext& ctx) const override {
-    count_.run([&] { return skip_zeros(ctx); }, [&] { dense_->run(ctx); });
-  }
-
-  std::string describe() const override {
+  std::string what() const override {
     return cat("glia zero-skipping kernel gradient where the output gradient is at most ",
-               std::lround(kZeroSkipKernelGradDensity * 100), "% nonzero ", count_.text(),
-               ", else ", dense_->describe());
+               std::lround(kZeroSkipKernelGradDensity * 100), "% nonzero");
   }
-  std::size_t scratchpad_bytes() const override {
-    return std::max(std::size_t(threads_) * own_bytes_, dense_->scratchpad_bytes());
+  std::size_t skipping_scratchpad_bytes() const override {
+    return std::size_t(threads_) * own_bytes_;
   }
-  std::unique_ptr<KernelState> make_state() const override { return dense_->make_state(); }
-  bool uses_openmp() const override { return dense_->uses_openmp(); }
 
  private:
   // Whether images n0..n1 of x are all finite.
@@ -227,7 +209,7 @@ class ZeroSkipKernelGrad final : public CpuKernel {
              (t % 3) * dw_strides_[3]] = sums[(k - k0) * per_channel + t * g_.c + c];
   }
 
-  bool skip_zeros(RunContext& ctx) const {
+  bool skip_zeros(RunContext& ctx) const override {
     const auto* dy = ctx.at<const float>(dy_);
     if (!sampled_sparse(dy, dy_view_, kZeroSkipKernelGradDensity)) return false;
     const auto* x = ctx.at<const float>(x_);
@@ -247,7 +229,6 @@ class ZeroSkipKernelGrad final : public CpuKernel {
     return true;
   }
 
-  std::unique_ptr<CpuKernel> dense_;
   ValueId x_ = 0, dw_ = 0, dy_ = 0;
   StridedView dy_view_;
   Geometry g_;
@@ -262,23 +243,13 @@ class ZeroSkipKernelGrad final : public CpuKernel {
   // The scratchpad: each thread's own_bytes_, its channels' sums, then its Lists.
   std::int64_t padded_ = 0, slots_ = 0;
   std::size_t columns_at_ = 0, lists_at_[2] = {}, count_at_ = 0, own_bytes_ = 0;
-  SkipCount count_;
 };
 
 }  // namespace
 
 bool zero_skip_kernel_grad_fits(const ConvSpec& s) {
-  if (const char* e = std::getenv("GLIA_CPU_ZERO_SKIP"); e != nullptr && std::strcmp(e, "0") == 0)
-    return false;
-  const int lanes = vector_lanes();
-  if (lanes == 0 || s.pass != ConvSpec::Pass::backward_weights || s.dtype != DType::f32 ||
-      s.groups != 1 || s.src.dims.size() != 4 || s.weights.dims[2] != 3 || s.weights.dims[3] != 3)
-    return false;
-  for (std::size_t d = 0; d < 2; ++d)
-    if (s.strides[d] != 1 || s.dilations[d] != 1) return false;
-  return s.src.strides[1] == 1 && s.dst.strides[1] == 1 && s.src.dims[1] % lanes == 0 &&
-         s.dst.dims[2] * s.dst.dims[3] < (std::int64_t(1) << 31) &&
-         s.multiply_adds() >= (std::int64_t(1) << 21);
+  return zero_skip_conv_basics(s, ConvSpec::Pass::backward_weights) && s.weights.dims[2] == 3 &&
+         s.weights.dims[3] == 3 && s.dst.dims[2] * s.dst.dims[3] < (std::int64_t(1) << 31);
 }
 
 std::unique_ptr<CpuKernel> make_zero_skip_kernel_grad(const ConvSpec& spec,

@@ -30,9 +30,9 @@
 #include <type_traits>
 
 #include "backends/cpu/matmul_epilogue.hpp"
-#include "backends/cpu/skip_count.hpp"
 #include "backends/cpu/spin_team.hpp"
 #include "backends/cpu/transpose_blocks.hpp"
+#include "backends/cpu/zero_skip_common.hpp"
 
 namespace glia::detail::cpu {
 
@@ -99,9 +99,6 @@ constexpr std::int64_t kSplitBytes = 512 * 1024;
 
 #include "backends/cpu/zero_skip_isa.inc"
 
-constexpr std::size_t kAlign = 64;
-std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
 // The bytes of a chunk's entries at most (a chunk's pairs times k of them): the product
 // passes over them once per block of columns and range of k, reading the packed weights
 // once per chunk (larger chunks: fewer reads of the weights, from L3 at batch 10,000).
@@ -112,7 +109,7 @@ class Tables {
  public:
   std::size_t add(std::size_t bytes) {
     const std::size_t at = bytes_;
-    bytes_ += aligned(bytes);
+    bytes_ += cache_aligned(bytes);
     return at;
   }
   std::size_t bytes() const { return bytes_; }
@@ -121,10 +118,10 @@ class Tables {
   std::size_t bytes_ = 0;
 };
 
-class ZeroSkipMatmul final : public CpuKernel {
+class ZeroSkipMatmul final : public ZeroSkipping {
  public:
   ZeroSkipMatmul(const MatmulSpec& s, ValueId out, std::unique_ptr<CpuKernel> dense)
-      : s_(s), out_(out), dense_(std::move(dense)) {
+      : ZeroSkipping(std::move(dense)), s_(s), out_(out) {
     const std::size_t nb = s.batch.size();
     rows_layout_ = s.lhs_strides[nb + 1] == 1;
     lda_ = rows_layout_ ? s.lhs_strides[nb] : s.lhs_strides[nb + 1];
@@ -169,22 +166,16 @@ class ZeroSkipMatmul final : public CpuKernel {
     own_bytes_ = own.bytes();
   }
 
-  void run(RunContext& ctx) const override {
-    count_.run([&] { return skip_zeros(ctx); }, [&] { dense_->run(ctx); });
-  }
-
-  std::string describe() const override {
+  std::string what() const override {
     return cat("glia zero-skipping matmul where pairs of lhs rows are at most ",
                std::lround(kZeroSkipDensity * 100), "% nonzero",
                split_    ? ", k in halves, rhs read in place"
                : direct_ ? ", rhs read in place"
-                         : ", rhs packed",
-               " ", count_.text(), ", else ", dense_->describe());
+                         : ", rhs packed");
   }
-  std::size_t scratchpad_bytes() const override {
-    return std::max(shared_bytes_ + std::size_t(threads_) * own_bytes_, dense_->scratchpad_bytes());
+  std::size_t skipping_scratchpad_bytes() const override {
+    return shared_bytes_ + std::size_t(threads_) * own_bytes_;
   }
-  std::unique_ptr<KernelState> make_state() const override { return dense_->make_state(); }
 
  private:
   // Whether pairs spread over the left operand are at most kZeroSkipDensity nonzero (the
@@ -212,7 +203,7 @@ class ZeroSkipMatmul final : public CpuKernel {
     return seen > 0 && double(nonzero) <= kZeroSkipDensity * double(seen);
   }
 
-  bool skip_zeros(RunContext& ctx) const {
+  bool skip_zeros(RunContext& ctx) const override {
     const auto* a = ctx.at<const float>(s_.lhs);
     const auto* b = ctx.at<const float>(s_.rhs);
     if (!sample_sparse(a)) return false;
@@ -331,7 +322,6 @@ class ZeroSkipMatmul final : public CpuKernel {
 
   MatmulSpec s_;
   ValueId out_ = 0;
-  std::unique_ptr<CpuKernel> dense_;
   const Loops* loops_ = nullptr;
   bool rows_layout_ = true;  // the left operand's rows contiguous; else its columns
   std::int64_t lda_ = 0, ldb_ = 0, ldy_ = 0;
@@ -345,14 +335,12 @@ class ZeroSkipMatmul final : public CpuKernel {
   std::size_t half_at_ = 0;
   std::size_t ks_at_ = 0, values0_at_ = 0, values1_at_ = 0, end_at_ = 0, cursor_at_ = 0,
               own_bytes_ = 0;
-  SkipCount count_;
 };
 
 }  // namespace
 
 bool zero_skip_fits(const MatmulSpec& s) {
-  if (const char* e = std::getenv("GLIA_CPU_ZERO_SKIP"); e != nullptr && std::strcmp(e, "0") == 0)
-    return false;
+  if (!zero_skip_enabled()) return false;
   const std::size_t nb = s.batch.size();
   for (std::int64_t d : s.batch)
     if (d != 1) return false;
