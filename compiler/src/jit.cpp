@@ -158,39 +158,45 @@ std::uint64_t key_hash(std::string_view key) {
 
 }  // namespace
 
-std::shared_ptr<const CompiledEntry> JitCache::find(const char* type_key, std::string_view key,
-                                                    bool count) {
+const CompiledEntry* JitCache::find(const char* type_key, std::string_view key, bool count) {
   std::uint64_t h = key_hash(key);
   std::lock_guard lock(mutex_);
   auto [first, last] = entries_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     const Stored& s = it->second;
     if ((s.type_key_ptr != type_key && s.type_key != type_key) || s.entry->key != key) continue;
-    if (count) ++stats_.hits;
-    return s.entry;
+    if (count) count_hit();
+    if (s.type_key_ptr == type_key) remember(s);
+    return s.entry.get();
   }
   return nullptr;
 }
 
-std::shared_ptr<const CompiledEntry> JitCache::insert(const char* type_key, std::string_view key,
-                                                      const std::string& structure,
-                                                      std::span<const TensorType> types,
-                                                      const TraceBody& body, bool count) {
+const CompiledEntry* JitCache::insert(const char* type_key, std::string_view key,
+                                      const std::string& structure,
+                                      std::span<const TensorType> types, const TraceBody& body,
+                                      bool count) {
   // Traced without the lock, so the function may call other jitted functions.
   auto entry = trace_and_compile(options_, structure, types, key, body);
   std::uint64_t h = key_hash(key);
   std::lock_guard lock(mutex_);
-  if (count) ++stats_.misses;
+  if (count) ++misses_;
   auto [first, last] = entries_.equal_range(h);
   for (auto it = first; it != last; ++it)
-    if (it->second.type_key == type_key && it->second.entry->key == key) return it->second.entry;
-  entries_.emplace(h, Stored{type_key, type_key, entry});
-  return entry;
+    if (it->second.type_key == type_key && it->second.entry->key == key) {
+      remember(it->second);
+      return it->second.entry.get();
+    }
+  const Stored& s = entries_.emplace(h, Stored{type_key, type_key, std::move(entry)})->second;
+  remember(s);
+  return s.entry.get();
 }
 
 CacheStats JitCache::stats() const {
   std::lock_guard lock(mutex_);
-  CacheStats s = stats_;
+  CacheStats s;
+  s.hits = hits_.load(std::memory_order_relaxed);
+  s.misses = misses_;
   s.entries = static_cast<std::int64_t>(entries_.size());
   return s;
 }

@@ -217,7 +217,9 @@ TEST(CpuNative, ShortRowReductionsVectoriseTheirRows) {
         const double p = std::exp(double(row[c]) - top) / shifted;
         EXPECT_NEAR(grad[c], p - y[std::size_t(r * cols + c)], 1e-5) << "row " << r << ", " << c;
       }
-      if (r == 12) EXPECT_FALSE(std::isnan(grad[0]));  // the NaN stays in its row
+      if (r == 12) {
+        EXPECT_FALSE(std::isnan(grad[0]));  // the NaN stays in its row
+      }
     }
     EXPECT_TRUE(std::isnan(got[1].item<float>()));  // the loss sums row 11 too
   }

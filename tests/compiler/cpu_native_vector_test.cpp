@@ -50,7 +50,9 @@ TEST(CpuNative, BoolMasksReadAndWrittenRunCompiled) {
   Tensor got = on_cpu(apply, 2)->run(std::vector{
       Tensor::from<std::uint8_t>(mask).cast(DType::boolean), Tensor::from<float>(x)})[0];
   for (std::int64_t i = 0; i < kN; i += 7)
-    if (i != 5) EXPECT_EQ(got.data<float>()[i], i % 3 == 0 ? 2.0f * x[std::size_t(i)] : 0.0f) << i;
+    if (i != 5) {
+      EXPECT_EQ(got.data<float>()[i], i % 3 == 0 ? 2.0f * x[std::size_t(i)] : 0.0f) << i;
+    }
   Tensor made = on_cpu(make, 2)->run(std::vector{Tensor::from<float>(x)})[0].cast(DType::u8);
   for (std::int64_t i = 0; i < kN; ++i) {
     const float u = std::min(std::max(x[std::size_t(i)] * 0.5f + 0.25f, 0.0f), 1.0f);

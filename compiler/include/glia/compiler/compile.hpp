@@ -29,10 +29,8 @@ class CompiledFn {
   Result operator()(const Args&... args) const {
     check(entry_ != nullptr, "calling an empty glia::CompiledFn");
     detail::CallArguments call;
-    detail::ArgumentWalk walk(call);
-    detail::visit_arguments(walk, args...);
     // The signature's text is written only to report a mismatch.
-    if (call.key() != entry_->key)
+    if (!detail::arguments_match(call, entry_->key, args...))
       detail::check_signature(*entry_, detail::arguments_structure(args...), call.leaves());
     return detail::rebuild_result<Result>(*entry_, entry_->executable->run(call.leaves()));
   }

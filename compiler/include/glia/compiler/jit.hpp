@@ -8,6 +8,7 @@
 //   std::cout << f.graph_text(x, y) << f.cache_stats().hits << "\n";
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -132,6 +133,12 @@ class CallArguments {
     for (; v >= 0x80; v >>= 7) key_data_[key_size_++] = static_cast<char>(v | 0x80);
     key_data_[key_size_++] = static_cast<char>(v);
   }
+  // Forgets the leaves and key written so far, to walk the same arguments again (the
+  // slots keep their tensors until the walk writes over them or the call ends).
+  void restart() {
+    size_ = 0;
+    key_size_ = 0;
+  }
   std::span<const Tensor> leaves() const { return {leaves_->data(), size_}; }
   std::string_view key() const { return {key_data_, key_size_}; }
   // The leaves moved out, for an executable that takes its inputs over (donation).
@@ -146,42 +153,89 @@ class CallArguments {
   std::size_t key_size_ = 0, key_capacity_;
 };
 
-// The one walk a call makes over its arguments: it collects the leaves and writes the
-// argument key, the argument list's structure (container kinds and sizes, map keys) and
-// each leaf's dtype and shape as bytes. Sizes come before children, so the key reads
-// back one way only: equal keys are equal signatures, and a hit is a hash of the key
-// and one comparison with the stored entry's, no text built.
-class ArgumentWalk {
+// What a walk writes the key into when it compares instead (KeyWalk<KeyCompare>): the
+// bytes are checked against a key written before, as they come, and nothing is stored.
+class KeyCompare {
  public:
-  explicit ArgumentWalk(CallArguments& call) : call_(call) {}
+  explicit KeyCompare(std::string_view expected)
+      : at_(expected.data()), end_(expected.data() + expected.size()) {}
+  void append(char c) { same_ = same_ && at_ != end_ && *at_++ == c; }
+  void append(const char* bytes, std::size_t n) {  // map keys: a few bytes, no call
+    bool same = same_ && static_cast<std::size_t>(end_ - at_) >= n;
+    const char* at = at_;  // locals: a char store could alias the members
+    for (std::size_t i = 0; same && i < n; ++i) same = at[i] == bytes[i];
+    same_ = same;
+    if (same) at_ += n;
+  }
+  void append_number(std::uint64_t v) {
+    for (; v >= 0x80; v >>= 7) append(static_cast<char>(v | 0x80));
+    append(static_cast<char>(v));
+  }
+  // Every byte equal, and the whole expected key read.
+  bool matched() const { return same_ && at_ == end_; }
+
+ private:
+  const char* at_;
+  const char* end_;
+  bool same_ = true;
+};
+
+// The one walk a call makes over its arguments: it collects the leaves into `call` and
+// writes the argument key into `key` (the call's own buffer, or a KeyCompare): the
+// argument list's structure (container kinds and sizes, map keys) and each leaf's dtype
+// and shape as bytes. Sizes come before children, so the key reads back one way only:
+// equal keys are equal signatures, and a hit is a hash of the key and one comparison with
+// the stored entry's, no text built; or, for the entry the last call found, a walk that
+// compares as it goes.
+template <class Key>
+class KeyWalk {
+ public:
+  KeyWalk(CallArguments& call, Key& key) : call_(call), key_(key) {}
   void leaf(const Tensor& t) {
     call_.push(t);
     if (t.defined()) return leaf(t.type());
     undefined_ = true;  // no entry can match: the miss path names the leaf
-    call_.append('U');
+    key_.append('U');
   }
   void leaf(const TensorType& t) {  // the templates of compile()
-    call_.append('T');
-    call_.append(static_cast<char>(t.dtype));
-    call_.append_number(static_cast<std::uint64_t>(t.shape.rank()));
-    for (std::int64_t dim : t.shape.dims()) call_.append_number(static_cast<std::uint64_t>(dim));
+    key_.append('T');
+    key_.append(static_cast<char>(t.dtype));
+    key_.append_number(static_cast<std::uint64_t>(t.shape.rank()));
+    for (std::int64_t dim : t.shape.dims()) key_.append_number(static_cast<std::uint64_t>(dim));
   }
   void open(char bracket, std::size_t children) {
-    call_.append(bracket);
-    call_.append_number(children);
+    key_.append(bracket);
+    key_.append_number(children);
   }
   void next() {}
   void key(const std::string& k) {
-    call_.append_number(k.size());
-    call_.append(k.data(), k.size());
+    key_.append_number(k.size());
+    key_.append(k.data(), k.size());
   }
   void close(char) {}
   bool any_undefined() const { return undefined_; }
 
  private:
   CallArguments& call_;
+  Key& key_;
   bool undefined_ = false;
 };
+
+// The walk that writes the key into the call's buffer.
+class ArgumentWalk : public KeyWalk<CallArguments> {
+ public:
+  explicit ArgumentWalk(CallArguments& call) : KeyWalk(call, call) {}
+};
+
+// Whether the arguments' key is `expected`, compared as they are walked; their leaves
+// are collected into `call` either way (restart() it before walking them again).
+template <class... Args>
+bool arguments_match(CallArguments& call, std::string_view expected, const Args&... args) {
+  KeyCompare same(expected);
+  KeyWalk<KeyCompare> walk(call, same);
+  visit_arguments(walk, args...);
+  return same.matched() && !walk.any_undefined();
+}
 
 template <class Fn, class... Likes>
 using expr_result_t = std::remove_cvref_t<std::invoke_result_t<const Fn&, expr_tree_t<Likes>&...>>;
@@ -223,15 +277,23 @@ class JitCache {
  public:
   explicit JitCache(JitOptions options);  // glia::Error for an unknown backend
   const JitOptions& options() const { return options_; }
+  // Entries stay while the cache does: a call may hold one by reference while it runs.
   // The entry for this argument key, or null (nothing counted). `type_key` tells apart
   // C++ argument types that flatten alike (an empty vector of vectors).
-  std::shared_ptr<const CompiledEntry> find(const char* type_key, std::string_view key, bool count);
+  const CompiledEntry* find(const char* type_key, std::string_view key, bool count);
   // Traces and compiles with `body` (a miss) and stores the entry; a concurrent miss on
   // the same key keeps the first entry stored.
-  std::shared_ptr<const CompiledEntry> insert(const char* type_key, std::string_view key,
-                                              const std::string& structure,
-                                              std::span<const TensorType> types,
-                                              const TraceBody& body, bool count);
+  const CompiledEntry* insert(const char* type_key, std::string_view key,
+                              const std::string& structure, std::span<const TensorType> types,
+                              const TraceBody& body, bool count);
+  // The entry the last call found, where that call's C++ argument types were these: the
+  // next call's first guess, which it compares as it walks its arguments (no lock, no key
+  // written, nothing hashed). Null when there is none.
+  const CompiledEntry* last(const char* type_key) const {
+    const Stored* s = last_.load(std::memory_order_acquire);
+    return s != nullptr && s->type_key_ptr == type_key ? s->entry.get() : nullptr;
+  }
+  void count_hit() { hits_.fetch_add(1, std::memory_order_relaxed); }
   CacheStats stats() const;
   std::vector<std::string> signatures() const;
 
@@ -241,10 +303,15 @@ class JitCache {
     std::string type_key;
     std::shared_ptr<const CompiledEntry> entry;
   };
+  void remember(const Stored& s) {  // stored only when it changes: threads share the line
+    if (last_.load(std::memory_order_relaxed) != &s) last_.store(&s, std::memory_order_release);
+  }
   JitOptions options_;
   mutable std::mutex mutex_;
-  std::unordered_multimap<std::uint64_t, Stored> entries_;
-  CacheStats stats_;
+  std::unordered_multimap<std::uint64_t, Stored> entries_;  // nodes stay put on a rehash
+  std::atomic<const Stored*> last_{nullptr};
+  std::atomic<std::int64_t> hits_{0};
+  std::int64_t misses_ = 0;
 };
 
 }  // namespace detail
@@ -266,9 +333,9 @@ class Jitted {
       static_assert((is_tree_of_v<Args, Tensor> && ...),
                     "a jitted function takes Tensors, or vectors, tuples or maps of them");
       detail::CallArguments call;
-      auto entry = lookup(true, call, args...);
+      const CompiledEntry& entry = lookup(true, call, args...);
       using Result = tensor_tree_t<detail::expr_result_t<Fn, Args...>>;
-      return detail::rebuild_result<Result>(*entry, entry->executable->run(call.leaves()));
+      return detail::rebuild_result<Result>(entry, entry.executable->run(call.leaves()));
     }
   }
 
@@ -283,11 +350,10 @@ class Jitted {
     static_assert((!std::is_lvalue_reference_v<Args> && ...),
                   "call_donating consumes its arguments: pass them with std::move");
     detail::CallArguments call;
-    auto entry = lookup(true, call, args...);
+    const CompiledEntry& entry = lookup(true, call, args...);
     ((args = std::remove_cvref_t<Args>{}), ...);
     using Result = tensor_tree_t<detail::expr_result_t<Fn, std::remove_cvref_t<Args>...>>;
-    return detail::rebuild_result<Result>(*entry,
-                                          entry->executable->run_donated(call.take_leaves()));
+    return detail::rebuild_result<Result>(entry, entry.executable->run_donated(call.take_leaves()));
   }
 
   // The graph and executable for these arguments' signature; traces and compiles on a
@@ -295,7 +361,8 @@ class Jitted {
   template <class... Args>
   std::shared_ptr<const CompiledEntry> compiled(const Args&... args) const {
     detail::CallArguments call;
-    return lookup(false, call, args...);
+    // Shares the cache's ownership: the entry outlives this Jitted if need be.
+    return std::shared_ptr<const CompiledEntry>(cache_, &lookup(false, call, args...));
   }
   template <class... Args>
   std::string graph_text(const Args&... args) const {
@@ -307,20 +374,26 @@ class Jitted {
 
  private:
   template <class... Args>
-  std::shared_ptr<const CompiledEntry> lookup(bool count, detail::CallArguments& call,
-                                              const Args&... args) const {
+  const CompiledEntry& lookup(bool count, detail::CallArguments& call, const Args&... args) const {
+    const char* type_key = typeid(std::tuple<Args...>).name();
+    if (const CompiledEntry* guess = cache_->last(type_key)) {
+      if (detail::arguments_match(call, guess->key, args...)) {
+        if (count) cache_->count_hit();
+        return *guess;
+      }
+      call.restart();
+    }
     detail::ArgumentWalk walk(call);
     detail::visit_arguments(walk, args...);
-    const char* type_key = typeid(std::tuple<Args...>).name();
     if (!walk.any_undefined())
-      if (auto hit = cache_->find(type_key, call.key(), count)) return hit;
+      if (const CompiledEntry* hit = cache_->find(type_key, call.key(), count)) return *hit;
     // A miss: only now is the structure written out, for the signature, the parameters'
     // names and the error naming an undefined leaf.
     std::string structure = detail::arguments_structure(args...);
     const std::string& name = cache_->options().name;
     std::vector<TensorType> types = detail::argument_types(name, structure, call.leaves());
-    return cache_->insert(type_key, call.key(), structure, types,
-                          detail::make_trace_body(*fn_, name, args...), count);
+    return *cache_->insert(type_key, call.key(), structure, types,
+                           detail::make_trace_body(*fn_, name, args...), count);
   }
 
   std::shared_ptr<const Fn> fn_;
