@@ -4,22 +4,45 @@
 
 namespace glia {
 
-void check_run_inputs(const Graph& graph, std::span<const Tensor> inputs) {
+namespace {
+
+const Tensor& deref(const Tensor& t) { return t; }
+const Tensor& deref(const Tensor* t) { return *t; }
+
+template <class Input>
+void check_inputs(const Graph& graph, std::span<const Input> inputs) {
   check(inputs.size() == graph.parameters().size(), "run: graph '", graph.name(), "' takes ",
         graph.parameters().size(), " input(s), got ", inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& input = deref(inputs[i]);
     // A graph's parameters are its values: no range check a call.
     const TensorType& want = graph.nodes()[static_cast<std::size_t>(graph.parameters()[i])].type;
-    check(inputs[i].defined(), "run: graph '", graph.name(), "' input ", i, " is undefined");
-    const TensorType& got = inputs[i].type();
+    check(input.defined(), "run: graph '", graph.name(), "' input ", i, " is undefined");
+    const TensorType& got = input.type();
     // Compared inline (dims are a few numbers), and the message's text only on a
     // mismatch: a call to memcmp, or building the text, costs more than a tiny run.
     bool same = got.dtype == want.dtype && got.shape.rank() == want.shape.rank();
     for (int d = 0; same && d < got.shape.rank(); ++d) same = got.shape[d] == want.shape[d];
     if (!same)
       throw Error(cat("run: graph '", graph.name(), "' input ", i, " expected ", want.to_string(),
-                      ", got ", inputs[i].type().to_string()));
+                      ", got ", got.to_string()));
   }
+}
+
+}  // namespace
+
+void check_run_inputs(const Graph& graph, std::span<const Tensor> inputs) {
+  check_inputs<Tensor>(graph, inputs);
+}
+void check_run_inputs(const Graph& graph, std::span<const Tensor* const> inputs) {
+  check_inputs<const Tensor*>(graph, inputs);
+}
+
+std::vector<Tensor> Executable::run_refs(std::span<const Tensor* const> inputs) const {
+  std::vector<Tensor> copies;
+  copies.reserve(inputs.size());
+  for (const Tensor* t : inputs) copies.push_back(*t);
+  return run(copies);
 }
 
 }  // namespace glia

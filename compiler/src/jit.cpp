@@ -6,24 +6,23 @@
 
 #include <algorithm>
 #include <cstring>
-#include <iterator>
 
 namespace glia::detail {
 
 std::vector<TensorType> argument_types(const std::string& fn_name, const std::string& structure,
-                                       std::span<const Tensor> leaves) {
+                                       std::span<const Tensor* const> leaves) {
   std::vector<TensorType> types;
   types.reserve(leaves.size());
   for (std::size_t i = 0; i < leaves.size(); ++i) {
-    if (!leaves[i].defined()) {
+    if (!leaves[i]->defined()) {
       std::vector<std::string> paths = tree_leaf_paths(structure, true);
       std::vector<std::string> texts;
-      for (const Tensor& t : leaves)
-        texts.push_back(t.defined() ? t.type().to_string() : "undefined");
+      for (const Tensor* t : leaves)
+        texts.push_back(t->defined() ? t->type().to_string() : "undefined");
       throw Error(cat("'", fn_name, "': argument ", paths.at(i), " is an undefined Tensor; given ",
                       tree_text(structure, texts)));
     }
-    types.push_back(leaves[i].type());
+    types.push_back(leaves[i]->type());
   }
   return types;
 }
@@ -74,7 +73,7 @@ std::shared_ptr<const CompiledEntry> trace_and_compile(const JitOptions& options
 }
 
 void check_signature(const CompiledEntry& entry, const std::string& structure,
-                     std::span<const Tensor> leaves) {
+                     std::span<const Tensor* const> leaves) {
   std::string given =
       signature_text(structure, argument_types(entry.graph.name(), structure, leaves));
   check(given == entry.signature, "'", entry.graph.name(), "' was compiled for arguments ",
@@ -89,7 +88,7 @@ namespace {
 
 // This thread's argument buffers, one set per depth of jitted calls in progress.
 struct CallBuffers {
-  std::vector<Tensor> leaves;
+  std::vector<const Tensor*> leaves;
   std::string key;
 };
 struct ThreadBuffers {
@@ -116,19 +115,12 @@ void CallArguments::grow_key(std::size_t n) {
   key_capacity_ = key_->size();
 }
 
-CallArguments::~CallArguments() {
-  // Copying an undefined Tensor in drops the storage; the shape's vector keeps its
-  // capacity (a copy never shrinks it), ready for the next call's leaf.
-  const Tensor none;
-  for (std::size_t i = 0; i < size_; ++i) (*leaves_)[i] = none;
-  --t_buffers.depth;
-}
+CallArguments::~CallArguments() { --t_buffers.depth; }
 
-std::vector<Tensor> CallArguments::take_leaves() {
-  auto first = leaves_->begin();
-  std::vector<Tensor> out(std::make_move_iterator(first),
-                          std::make_move_iterator(first + static_cast<std::ptrdiff_t>(size_)));
-  size_ = 0;
+std::vector<Tensor> CallArguments::copy_leaves() const {
+  std::vector<Tensor> out;
+  out.reserve(size_);
+  for (std::size_t i = 0; i < size_; ++i) out.push_back(*(*leaves_)[i]);
   return out;
 }
 

@@ -13,22 +13,50 @@
 
 namespace glia::detail {
 
-// run() and run_donated() check the inputs and call execute(), with the given-up inputs
-// as `donor` when donated (null otherwise).
+// The addresses of `inputs`, in a buffer on the stack where they are few.
+class InputRefs {
+ public:
+  explicit InputRefs(std::span<const Tensor> inputs) {
+    const Tensor** refs = few_;
+    if (inputs.size() > kFew) {
+      many_.resize(inputs.size());
+      refs = many_.data();
+    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) refs[i] = &inputs[i];
+    refs_ = {refs, inputs.size()};
+  }
+  InputRefs(const InputRefs&) = delete;
+  InputRefs& operator=(const InputRefs&) = delete;
+  std::span<const Tensor* const> get() const { return refs_; }
+
+ private:
+  static constexpr std::size_t kFew = 16;
+  const Tensor* few_[kFew];
+  std::vector<const Tensor*> many_;
+  std::span<const Tensor* const> refs_;
+};
+
+// run(), run_refs() and run_donated() check the inputs and call execute(), with the
+// given-up inputs as `donor` when donated (null otherwise).
 class PlacedExecutable : public Executable {
  public:
   std::vector<Tensor> run(std::span<const Tensor> inputs) const final {
+    InputRefs refs(inputs);
+    return run_refs(refs.get());
+  }
+  std::vector<Tensor> run_refs(std::span<const Tensor* const> inputs) const final {
     check_run_inputs(program().graph, inputs);
     return execute(inputs, nullptr);
   }
   std::vector<Tensor> run_donated(std::vector<Tensor>&& inputs) const final {
     check_run_inputs(program().graph, inputs);
     std::vector<Tensor> given = std::move(inputs);
-    return execute(given, &given);
+    InputRefs refs(given);
+    return execute(refs.get(), &given);
   }
 
  protected:
-  virtual std::vector<Tensor> execute(std::span<const Tensor> inputs,
+  virtual std::vector<Tensor> execute(std::span<const Tensor* const> inputs,
                                       std::vector<Tensor>* donor) const = 0;
 };
 
@@ -86,8 +114,9 @@ class RunBinding {
   RunBinding(const Program& program, Device device);
 
   // Input i as the run reads it: the caller's tensor, or the donor's, held until release().
-  const Tensor& input(std::size_t i, std::span<const Tensor> inputs, std::vector<Tensor>* donor) {
-    if (donor == nullptr) return inputs[i];
+  const Tensor& input(std::size_t i, std::span<const Tensor* const> inputs,
+                      std::vector<Tensor>* donor) {
+    if (donor == nullptr) return *inputs[i];
     held_[i] = std::move((*donor)[i]);
     donated_[i] = held_[i].device() == device_ && held_[i].unique_storage();
     return held_[i];
@@ -108,7 +137,7 @@ class RunBinding {
   // The run's outputs in the graph's order: the slots' tensors, inputs returned as they
   // are (the held ones when donated), and constants as `constant(value id)` gives them.
   template <class Constant>
-  std::vector<Tensor> outputs(std::span<const Tensor> inputs, bool donating,
+  std::vector<Tensor> outputs(std::span<const Tensor* const> inputs, bool donating,
                               const Constant& constant) const {
     std::vector<Tensor> out;
     out.reserve(program_->graph.outputs().size());
@@ -117,7 +146,7 @@ class RunBinding {
       if (p.kind == Placement::Kind::output)
         out.push_back(slots_[std::size_t(p.index)]);
       else if (p.kind == Placement::Kind::input)
-        out.push_back(donating ? held_[std::size_t(p.index)] : inputs[std::size_t(p.index)]);
+        out.push_back(donating ? held_[std::size_t(p.index)] : *inputs[std::size_t(p.index)]);
       else
         out.push_back(constant(v));
     }

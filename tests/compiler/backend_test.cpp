@@ -118,6 +118,33 @@ TEST(Interp, RunChecksInputs) {
   EXPECT_GLIA_ERROR(exe->run(wrong), "expected f32[3]");
 }
 
+// run_refs takes the inputs by address (jit's path): the same results as run, the same
+// checks, on the interpreter (the default, which copies) and on cpu (placed buffers).
+TEST(Executable, RunRefsRunsAndChecksLikeRun) {
+  for (const char* name : {"interp", "cpu"}) {
+    SCOPED_TRACE(name);
+    auto exe = glia::compile_graph(add_exp_graph(), name);
+    glia::Tensor x = glia::Tensor::from<float>({0, 1, -2});
+    glia::Tensor y = glia::Tensor::from<float>({0, 0.5f, 1});
+    std::vector<const glia::Tensor*> refs{&x, &y};
+    std::vector<float> got = exe->run_refs(refs)[0].to_vector<float>();
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_FLOAT_EQ(got[0], 1.0f);
+    EXPECT_FLOAT_EQ(got[1], std::exp(1.5f));
+    EXPECT_FLOAT_EQ(got[2], std::exp(-1.0f));
+    std::vector<const glia::Tensor*> swapped{&y, &x};  // x + y either way
+    EXPECT_EQ(exe->run_refs(swapped)[0].to_vector<float>(), got);
+    std::vector<const glia::Tensor*> one{&x};
+    EXPECT_GLIA_ERROR(exe->run_refs(one), "takes 2 input(s), got 1");
+    glia::Tensor wide = glia::Tensor::from<double>({1, 2, 3});
+    std::vector<const glia::Tensor*> wrong{&x, &wide};
+    EXPECT_GLIA_ERROR(exe->run_refs(wrong), "input 1 expected f32[3], got f64[3]");
+    glia::Tensor none;
+    std::vector<const glia::Tensor*> undefined{&none, &y};
+    EXPECT_GLIA_ERROR(exe->run_refs(undefined), "input 0 is undefined");
+  }
+}
+
 TEST(Interp, ItsProgramIsOneReferenceKernelPerNode) {
   auto exe = glia::compile_graph(add_exp_graph(), "interp");
   const glia::Program& p = exe->program();

@@ -98,7 +98,7 @@ class CpuExecutable final : public PlacedExecutable {
   }
 
  private:
-  std::vector<Tensor> execute(std::span<const Tensor> inputs,
+  std::vector<Tensor> execute(std::span<const Tensor* const> inputs,
                               std::vector<Tensor>* donor) const override;
   std::unique_ptr<Workspace> make_workspace() const;
   void compile_fused(const std::string& name, CompileOptions::Cpu::Fused fused);
@@ -238,7 +238,7 @@ std::unique_ptr<Workspace> CpuExecutable::make_workspace() const {
   return ws;
 }
 
-std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor> inputs,
+std::vector<Tensor> CpuExecutable::execute(std::span<const Tensor* const> inputs,
                                            std::vector<Tensor>* donor) const {
   if (tier_up_pending_.load(std::memory_order_relaxed)) count_run();
   const Graph& g = program_.graph;

@@ -147,7 +147,7 @@ class CudaExecutable final : public PlacedExecutable {
   }
 
  private:
-  std::vector<Tensor> execute(std::span<const Tensor> inputs,
+  std::vector<Tensor> execute(std::span<const Tensor* const> inputs,
                               std::vector<Tensor>* donor) const override;
   std::unique_ptr<Workspace> make_workspace() const;
   void enqueue(Workspace& ws) const;
@@ -278,7 +278,7 @@ void CudaExecutable::launch(Workspace& ws) const {
   check_cu(d.cuGraphLaunch(ws.graphs.back().exec, ws.stream), "cuGraphLaunch");
 }
 
-std::vector<Tensor> CudaExecutable::execute(std::span<const Tensor> inputs,
+std::vector<Tensor> CudaExecutable::execute(std::span<const Tensor* const> inputs,
                                             std::vector<Tensor>* donor) const {
   const Graph& g = program_.graph;
   ContextScope scope(device_);

@@ -49,6 +49,10 @@ class Executable {
   // the graph's outputs as new tensors (or the inputs themselves, for outputs that are
   // parameters). Throws glia::Error on a mismatch.
   virtual std::vector<Tensor> run(std::span<const Tensor> inputs) const = 0;
+  // run() over tensors held elsewhere, by address: the leaves of a jitted call's argument
+  // trees, not copies of them (a copy costs an atomic count and a shape). The default
+  // copies them and calls run().
+  virtual std::vector<Tensor> run_refs(std::span<const Tensor* const> inputs) const;
   // Buffer donation: like run(), but the caller gives the inputs up. An input whose
   // storage nobody else holds (Tensor::unique_storage) may be overwritten and come back
   // as an output of the same type — a training step updates its parameters in place.
@@ -68,6 +72,7 @@ class Executable {
 // glia::Error unless `inputs` match the graph's parameters in count, dtype and shape (the
 // check every Executable::run makes; its message is built only on a mismatch).
 void check_run_inputs(const Graph& graph, std::span<const Tensor> inputs);
+void check_run_inputs(const Graph& graph, std::span<const Tensor* const> inputs);
 
 class Backend {
  public:

@@ -15,7 +15,7 @@ namespace glia {
 namespace detail {
 // glia::Error naming the expected and the given signature when they differ.
 void check_signature(const CompiledEntry& entry, const std::string& structure,
-                     std::span<const Tensor> leaves);
+                     std::span<const Tensor* const> leaves);
 }  // namespace detail
 
 // Result and Args are Tensor-side trees, so the type can be named and stored:
@@ -32,7 +32,7 @@ class CompiledFn {
     // The signature's text is written only to report a mismatch.
     if (!detail::arguments_match(call, entry_->key, args...))
       detail::check_signature(*entry_, detail::arguments_structure(args...), call.leaves());
-    return detail::rebuild_result<Result>(*entry_, entry_->executable->run(call.leaves()));
+    return detail::rebuild_result<Result>(*entry_, entry_->executable->run_refs(call.leaves()));
   }
 
   bool defined() const { return entry_ != nullptr; }

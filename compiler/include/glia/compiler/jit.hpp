@@ -63,7 +63,7 @@ using TraceBody = std::function<TraceResult(const std::vector<Expr>& parameters)
 
 // The types of the argument leaves; glia::Error naming the leaf for an undefined one.
 std::vector<TensorType> argument_types(const std::string& fn_name, const std::string& structure,
-                                       std::span<const Tensor> leaves);
+                                       std::span<const Tensor* const> leaves);
 std::string signature_text(const std::string& structure, std::span<const TensorType> types);
 // glia::Error unless every output is a defined Expr of the trace being recorded.
 void check_trace_outputs(const std::string& fn_name, const std::vector<Expr>& outputs);
@@ -98,22 +98,22 @@ std::string flatten_arguments(std::vector<L>& leaves, const Args&... args) {
 }
 
 // What one call keeps of its arguments while it runs, in buffers its thread reuses: the
-// leaves, and the argument key. Writing into buffers that held the same kind of thing
-// on the last call allocates nothing (a Tensor copied into a slot reuses the slot's shape
-// storage), so a warm call allocates nothing here. Leases nest, one set of buffers per
+// leaves' addresses (the arguments outlive the call: no copies, no counts), and the
+// argument key. Buffers that held as much on the last call take this one's without
+// allocating, so a warm call allocates nothing here. Leases nest, one set of buffers per
 // depth: a function traced on a miss may call jitted functions on Tensors of its own.
 class CallArguments {
  public:
   CallArguments();   // leases this thread's buffers for the next depth
-  ~CallArguments();  // lets go of the tensors (their storage, not the slots)
+  ~CallArguments();  // gives the lease back
   CallArguments(const CallArguments&) = delete;
   CallArguments& operator=(const CallArguments&) = delete;
 
   void push(const Tensor& t) {
     if (size_ < leaves_->size())
-      (*leaves_)[size_] = t;
+      (*leaves_)[size_] = &t;
     else
-      leaves_->push_back(t);
+      leaves_->push_back(&t);
     ++size_;
   }
   // The key is written in place, inline: these run for every node of every call's
@@ -133,20 +133,20 @@ class CallArguments {
     for (; v >= 0x80; v >>= 7) key_data_[key_size_++] = static_cast<char>(v | 0x80);
     key_data_[key_size_++] = static_cast<char>(v);
   }
-  // Forgets the leaves and key written so far, to walk the same arguments again (the
-  // slots keep their tensors until the walk writes over them or the call ends).
+  // Forgets the leaves and key written so far, to walk the same arguments again.
   void restart() {
     size_ = 0;
     key_size_ = 0;
   }
-  std::span<const Tensor> leaves() const { return {leaves_->data(), size_}; }
+  std::span<const Tensor* const> leaves() const { return {leaves_->data(), size_}; }
   std::string_view key() const { return {key_data_, key_size_}; }
-  // The leaves moved out, for an executable that takes its inputs over (donation).
-  std::vector<Tensor> take_leaves();
+  // Copies of the leaves, for an executable that takes its inputs over (donation): made
+  // before the caller lets the arguments go.
+  std::vector<Tensor> copy_leaves() const;
 
  private:
   void grow_key(std::size_t n);
-  std::vector<Tensor>* leaves_;
+  std::vector<const Tensor*>* leaves_;
   std::size_t size_ = 0;
   std::string* key_;  // storage only: its first key_size_ chars are the key
   char* key_data_;
@@ -335,7 +335,7 @@ class Jitted {
       detail::CallArguments call;
       const CompiledEntry& entry = lookup(true, call, args...);
       using Result = tensor_tree_t<detail::expr_result_t<Fn, Args...>>;
-      return detail::rebuild_result<Result>(entry, entry.executable->run(call.leaves()));
+      return detail::rebuild_result<Result>(entry, entry.executable->run_refs(call.leaves()));
     }
   }
 
@@ -351,9 +351,10 @@ class Jitted {
                   "call_donating consumes its arguments: pass them with std::move");
     detail::CallArguments call;
     const CompiledEntry& entry = lookup(true, call, args...);
+    std::vector<Tensor> leaves = call.copy_leaves();
     ((args = std::remove_cvref_t<Args>{}), ...);
     using Result = tensor_tree_t<detail::expr_result_t<Fn, std::remove_cvref_t<Args>...>>;
-    return detail::rebuild_result<Result>(entry, entry.executable->run_donated(call.take_leaves()));
+    return detail::rebuild_result<Result>(entry, entry.executable->run_donated(std::move(leaves)));
   }
 
   // The graph and executable for these arguments' signature; traces and compiles on a
